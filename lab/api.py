@@ -1,0 +1,76 @@
+"""The lab's entry points: ``lab.run``, ``lab.check``, ``lab.load``, ``lab.save``."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from lab import registry, results
+from lab.claims import ClaimsTable, evaluate
+
+
+@dataclass
+class RunResult:
+    """What ``lab.run`` returns: the results Dataset and its evaluated claims.
+
+    Unpacks as ``data, claims = lab.run(...)``.
+    """
+
+    data: xr.Dataset
+    claims: ClaimsTable
+    config: Any
+
+    def __iter__(self):
+        return iter((self.data, self.claims))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        return results.save(self.data, path)
+
+    def _repr_html_(self) -> str:
+        return self.claims._repr_html_()
+
+
+def run(slug: str, profile: str = "quick", *, progress: bool = True, **overrides: Any) -> RunResult:
+    """Run a method and evaluate its claims.
+
+    Arguments:
+        slug: a registered method (``lab list``).
+        profile: ``ci`` (seconds), ``quick`` (the default, minutes on a laptop) or ``full`` (closer to the paper).
+        progress: show progress bars.
+        overrides: Config fields to change, e.g. ``n=3, N=512``.
+
+    Returns:
+        RunResult with ``.data`` (xarray.Dataset with provenance attrs) and ``.claims`` (ClaimsTable).
+    """
+    method = registry.get(slug)
+    cfg = method.make_config(profile, **overrides)
+    start = time.perf_counter()
+    ds = method.run_fn(cfg, progress=progress)
+    wall = time.perf_counter() - start
+    ds = results.attach_provenance(ds, method=slug, profile=profile, config=cfg, wall_time_s=wall)
+    return RunResult(data=ds, claims=check(ds, slug), config=cfg)
+
+
+def check(ds: xr.Dataset | str | os.PathLike, slug: str | None = None) -> ClaimsTable:
+    """Evaluate a method's claims on a results Dataset (or the path of a saved one), without re-running."""
+    if not isinstance(ds, xr.Dataset):
+        ds = results.load(ds)
+    slug = slug or ds.attrs.get("method")
+    if not slug:
+        raise ValueError("the Dataset has no 'method' attribute; pass slug=")
+    return ClaimsTable(evaluate(registry.get(slug).claim_list, ds))
+
+
+def config_of(ds: xr.Dataset):
+    """The Config a saved Dataset was produced with."""
+    method = registry.get(ds.attrs["method"])
+    return method.config.from_json(ds.attrs["config"])
+
+
+load = results.load
+save = results.save

@@ -1,0 +1,175 @@
+"""The ``lab`` command: list, run, check, report, serve and bench.
+
+Exit codes: 0 success (and, for ``run``/``check``, every claim holds); 1 ran but a claim failed or a notebook failed;
+2 bad input (unknown method, parameter or value), with nothing written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _bad_input(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _parse_params(params: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            _bad_input(f"-p {item!r} is not FIELD=VALUE (e.g. -p N=512, lists as -p m0s=0.2,0.5)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="recurrent-lab")
+def cli() -> None:
+    """recurrent-lab: ICLR 2026 papers on recurrence, memory and dynamics, on a laptop."""
+
+
+@cli.command("list")
+def list_cmd() -> None:
+    """The registered methods as a table."""
+    from lab import registry
+
+    rows = [(m.slug, m.paper, m.notebook, ", ".join(m.dashboards) or "-", m.title) for m in registry.methods()]
+    heads = ("slug", "paper", "notebook", "dashboards", "title")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+@cli.command()
+@click.argument("slug")
+@click.option("--profile", "-P", default="quick", show_default=True, help="ci, quick or full.")
+@click.option("-p", "params", multiple=True, metavar="FIELD=VALUE", help="Override a Config field (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
+              help="Folder for the results NetCDF.")
+@click.option("--fields", is_flag=True, help="List the method's parameters with their docs and exit.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool, quiet: bool) -> None:
+    """Run method SLUG, save its NetCDF under --out and print the claims table.
+
+    Exit 0 when every claim holds, 1 when a claim failed, 2 on bad input.
+    """
+    from lab import api, registry
+    from lab.config import ConfigError, describe_fields
+
+    try:
+        method = registry.get(slug)
+    except registry.UnknownMethodError as exc:
+        _bad_input(str(exc))
+    if fields:
+        for row in describe_fields(method.config):
+            click.echo(f"{row['name']} ({row['type']}, quick default {row['default']!r}): {row['doc']}")
+        return
+    overrides = _parse_params(params)
+    try:
+        cfg = method.make_config(profile, **overrides)  # validate everything before running or writing
+    except ConfigError as exc:
+        _bad_input(str(exc))
+    result = api.run(slug, profile, progress=not quiet, **overrides)
+    path = Path(out) / f"{slug}-{profile}.nc"
+    result.save(path)
+    click.echo(f"{method.title} [{slug}, profile {profile}] in {result.data.attrs['wall_time_s']:.1f} s")
+    click.echo(f"config: {cfg.to_json()}")
+    click.echo(f"saved: {path}\n")
+    click.echo(result.claims.to_text())
+    sys.exit(EXIT_OK if result.claims.all_passed else EXIT_CLAIM_FAILED)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+def check(path: str) -> None:
+    """Re-check the claims of a saved results NetCDF without re-running."""
+    from lab import api
+
+    if not Path(path).exists():
+        _bad_input(f"no results file at {path}")
+    try:
+        table = api.check(path)
+    except (OSError, ValueError) as exc:
+        _bad_input(f"{path} is not a lab results file: {exc}")
+    click.echo(table.to_text())
+    sys.exit(EXIT_OK if table.all_passed else EXIT_CLAIM_FAILED)
+
+
+@cli.command()
+@click.argument("slugs", nargs=-1)
+@click.option("--profile", "-P", default="quick", show_default=True, help="ci, quick or full.")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Notebooks executed at once, each in its own process.")
+@click.option("--out", type=click.Path(file_okay=False), default="reports", show_default=True)
+def report(slugs: tuple[str, ...], profile: str, jobs: int, out: str) -> None:
+    """Execute the notebooks with Papermill and write reports/<profile>/index.html with every claims table."""
+    from lab import registry
+    from lab.config import PROFILE_NAMES
+    from lab.report import build_report
+
+    if profile not in PROFILE_NAMES:
+        _bad_input(f"--profile {profile!r} is not a profile; allowed: {', '.join(PROFILE_NAMES)}")
+    for slug in slugs:
+        if slug not in registry.slugs():
+            _bad_input(f"unknown method {slug!r}; known methods: {', '.join(registry.slugs())}")
+    summary = build_report(list(slugs) or None, profile=profile, jobs=jobs, out=Path(out))
+    click.echo(summary.to_text())
+    click.echo(f"\nindex: {summary.index}")
+    sys.exit(EXIT_OK if summary.all_executed else EXIT_CLAIM_FAILED)
+
+
+@cli.command()
+@click.argument("names", nargs=-1)
+@click.option("--port", default=5006, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--address", default="127.0.0.1", show_default=True, help="Interface to bind (localhost by default).")
+@click.option("--show/--no-show", default=False, help="Open a browser tab.")
+def serve(names: tuple[str, ...], port: int, address: str, show: bool) -> None:
+    """Serve the Panel dashboards (all, or NAMES) with an index page."""
+    from dashboards import APPS, serve_apps
+
+    for name in names:
+        if name not in APPS:
+            _bad_input(f"unknown dashboard {name!r}; known dashboards: {', '.join(APPS)}")
+    serve_apps(list(names) or list(APPS), port=port, address=address, show=show)
+
+
+BENCHES = {
+    "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
+}
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--quick", is_flag=True, help="Small shapes: a smoke run in seconds.")
+@click.option("--out", type=click.Path(file_okay=False), default="reports/bench", show_default=True)
+def bench(name: str, quick: bool, out: str) -> None:
+    """Run benchmark NAME, print its table and save reports/bench/NAME.nc."""
+    import importlib
+
+    from lab.results import save
+
+    if name not in BENCHES:
+        _bad_input(f"unknown benchmark {name!r}; known benchmarks: {', '.join(BENCHES)}")
+    module, run_name, fmt_name = BENCHES[name]
+    mod = importlib.import_module(module)
+    ds = getattr(mod, run_name)(quick=quick, progress=True)
+    path = save(ds, Path(out) / f"{name}.nc")
+    click.echo(getattr(mod, fmt_name)(ds))
+    click.echo(f"\nsaved: {path}")
+
+
+def main() -> None:
+    cli(prog_name="lab")
+
+
+if __name__ == "__main__":
+    main()

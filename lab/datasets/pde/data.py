@@ -1,0 +1,427 @@
+"""Cached trajectory data sets of the lab's PDEs.
+
+:func:`make_pde_dataset` draws initial conditions with a seeded
+:class:`numpy.random.Generator`, optionally discards a warm-up, rolls the ETDRK4
+stepper out and returns an :class:`xarray.Dataset`; the result is cached as
+NetCDF under the data directory (:mod:`lab.datasets.cache`), keyed by the fully
+resolved configuration (:func:`pde_dataset_config`), so a second call with the
+same arguments reads the file instead of solving.
+
+Data layout:
+
+* 1-D: variable ``u`` with dims ``(traj, time, x)``;
+* 2-D: variable ``vorticity`` with dims ``(traj, time, y, x)``;
+* coordinates ``traj`` (0..n_traj-1), ``time`` (``0, dt, .., n_steps dt``, counted
+  from the end of the warm-up), ``x`` (and ``y``) = ``j L / N``;
+* attributes: equation, the PDE as text, conventions, geometry, ``dt``,
+  ``solver_dt = dt / substeps``, warm-up, coefficients and initial-condition
+  options (JSON), seed, generator version.
+
+Defaults per equation (every one can be overridden):
+
+==============  =====  =====  ====  ========  ======  ========================================
+equation        L      N      dt    substeps  warmup  coefficients / initial condition
+==============  =====  =====  ====  ========  ======  ========================================
+heat            2 pi   128    0.05  1         0       nu=0.01 / LPSDA sines
+burgers         2 pi   256    0.05  5         0       nu=0.05 / LPSDA sines (*)
+kdv             128    256    0.5   25        0       convection=1, dispersion=1 / LPSDA sines
+ks              64     256    0.5   5         100     (none) / LPSDA sines, then 100 frames =
+                                                      50 time units discarded (attractor)
+navier_stokes   2 pi   64     0.1   10        0       nu=1e-3, drag=0 / band |m| in [1, 4],
+                                                      velocity RMS 1 (decaying turbulence)
+kolmogorov      2 pi   64     0.1   10        0       nu=1e-3, drag=0.1, forcing_mode=4,
+                                                      forcing_amplitude=1 / as navier_stokes
+==============  =====  =====  ====  ========  ======  ========================================
+
+LPSDA sines: ``sum_{k=1}^{10} A_k sin(2 pi l_k x / L + phi_k)``, ``A ~ U[-0.5, 0.5)``,
+``l in {1, 2}``, ``phi ~ U[0, 2 pi)``.
+
+(*) Burgers: against Cole-Hopf at t = 2 with these sines the solver's max error is
+2e-7 for nu = 0.05 at N = 256, but 1e-3 for nu = 0.02 (N = 512: 8e-6) and 6e-2 for
+LPSDA's nu = 0.01 (N = 1024: 3e-5): raise ``num_points`` with smaller ``nu``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..cache import cached_dataset
+from ._checks import check_choice, check_int, check_real
+from .etdrk4 import SpectralStepper, _stepping
+from .initial import random_sines, random_vorticity
+from .steppers import (
+    BurgersStepper,
+    HeatStepper,
+    KdVStepper,
+    KolmogorovFlowStepper,
+    KSStepper,
+    NavierStokes2DStepper,
+)
+
+__all__ = ["EQUATIONS", "GENERATOR_VERSION", "make_pde_dataset", "make_stepper", "pde_dataset_config"]
+
+#: bump when the generated numbers change for an unchanged config (invalidates caches)
+GENERATOR_VERSION = 1
+
+_SINES = {"num_terms": 10, "amplitude": 0.5, "min_wavenumber": 1, "max_wavenumber": 2}
+_VORTICITY = {"min_mode": 1.0, "max_mode": 4.0, "velocity_rms": 1.0}
+_TWO_PI = 2.0 * np.pi
+
+#: per-equation defaults and metadata
+EQUATIONS: dict[str, dict[str, Any]] = {
+    "heat": {
+        "stepper": HeatStepper,
+        "dims": 1,
+        "pde": "u_t = nu u_xx",
+        "domain_extent": _TWO_PI,
+        "num_points": 128,
+        "dt": 0.05,
+        "substeps": 1,
+        "warmup_steps": 0,
+        "coefficients": {"nu": 0.01},
+        "ic": "random_sines",
+        "ic_options": _SINES,
+    },
+    "burgers": {
+        "stepper": BurgersStepper,
+        "dims": 1,
+        "pde": "u_t + convection u u_x = nu u_xx",
+        "domain_extent": _TWO_PI,
+        "num_points": 256,
+        "dt": 0.05,
+        "substeps": 5,
+        "warmup_steps": 0,
+        "coefficients": {"nu": 0.05, "convection": 1.0},
+        "ic": "random_sines",
+        "ic_options": _SINES,
+    },
+    "kdv": {
+        "stepper": KdVStepper,
+        "dims": 1,
+        "pde": "u_t + convection u u_x + dispersion u_xxx = 0",
+        "domain_extent": 128.0,
+        "num_points": 256,
+        "dt": 0.5,
+        "substeps": 25,
+        "warmup_steps": 0,
+        "coefficients": {"convection": 1.0, "dispersion": 1.0},
+        "ic": "random_sines",
+        "ic_options": _SINES,
+    },
+    "ks": {
+        "stepper": KSStepper,
+        "dims": 1,
+        "pde": "u_t + u u_x + u_xx + u_xxxx = 0",
+        "domain_extent": 64.0,
+        "num_points": 256,
+        "dt": 0.5,
+        "substeps": 5,
+        "warmup_steps": 100,
+        "coefficients": {},
+        "ic": "random_sines",
+        "ic_options": _SINES,
+    },
+    "navier_stokes": {
+        "stepper": NavierStokes2DStepper,
+        "dims": 2,
+        "pde": "w_t + u.grad(w) = nu lap(w) - drag w; lap(psi) = -w, (u, v) = (psi_y, -psi_x)",
+        "domain_extent": _TWO_PI,
+        "num_points": 64,
+        "dt": 0.1,
+        "substeps": 10,
+        "warmup_steps": 0,
+        "coefficients": {"nu": 1e-3, "drag": 0.0},
+        "ic": "random_vorticity",
+        "ic_options": _VORTICITY,
+    },
+    "kolmogorov": {
+        "stepper": KolmogorovFlowStepper,
+        "dims": 2,
+        "pde": (
+            "w_t + u.grad(w) = nu lap(w) - drag w - A k_f cos(k_f y), k_f = 2 pi forcing_mode / L; "
+            "lap(psi) = -w, (u, v) = (psi_y, -psi_x)"
+        ),
+        "domain_extent": _TWO_PI,
+        "num_points": 64,
+        "dt": 0.1,
+        "substeps": 10,
+        "warmup_steps": 0,
+        "coefficients": {"nu": 1e-3, "drag": 0.1, "forcing_mode": 4, "forcing_amplitude": 1.0},
+        "ic": "random_vorticity",
+        "ic_options": _VORTICITY,
+    },
+}
+
+_CONVENTIONS = (
+    "periodic domain [0, L)^d, grid x_j = j L / N; 2-D fields indexed [y, x]; "
+    "ETDRK4 (Kassam-Trefethen, complex contour coefficients, M=32), 2/3-rule dealiasing; nondimensional units"
+)
+
+
+def _merge(name: str, defaults: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        allowed = ", ".join(sorted(defaults)) or "none"
+        raise ValueError(f"{name} has unknown key(s) {unknown}; allowed: {allowed}")
+    return {**defaults, **given}
+
+
+def make_stepper(
+    equation: str, domain_extent: float, num_points: int, dt: float, **coefficients: Any
+) -> SpectralStepper:
+    """Stepper of a named equation.
+
+    Arguments:
+        equation: one of :data:`EQUATIONS` (``heat``, ``burgers``, ``kdv``, ``ks``,
+            ``navier_stokes``, ``kolmogorov``).
+        domain_extent, num_points, dt: geometry and step.
+        **coefficients: keyword coefficients of that stepper (defaults from
+            :data:`EQUATIONS`).
+
+    Returns:
+        the stepper.
+    """
+    spec = EQUATIONS[check_choice("equation", equation, EQUATIONS)]
+    coeffs = _merge("coefficients", spec["coefficients"], coefficients)
+    return spec["stepper"](domain_extent, num_points, dt, **coeffs)
+
+
+def pde_dataset_config(
+    equation: str,
+    *,
+    n_traj: int = 16,
+    n_steps: int = 100,
+    num_points: int | None = None,
+    dt: float | None = None,
+    domain_extent: float | None = None,
+    substeps: int | None = None,
+    warmup_steps: int | None = None,
+    coefficients: Mapping[str, Any] | None = None,
+    ic_options: Mapping[str, Any] | None = None,
+    dtype: str = "float32",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The fully resolved, validated configuration of :func:`make_pde_dataset` (its cache key).
+
+    Arguments: as :func:`make_pde_dataset`.
+
+    Returns:
+        JSON-serialisable dict.
+    """
+    spec = EQUATIONS[check_choice("equation", equation, EQUATIONS)]
+    cfg: dict[str, Any] = {
+        "generator": "lab.datasets.pde",
+        "generator_version": GENERATOR_VERSION,
+        "equation": equation,
+        "n_traj": check_int("n_traj", n_traj, minimum=1),
+        "n_steps": check_int("n_steps", n_steps, minimum=0),
+        "num_points": check_int("num_points", spec["num_points"] if num_points is None else num_points, minimum=4),
+        "dt": check_real("dt", spec["dt"] if dt is None else dt, positive=True),
+        "domain_extent": check_real(
+            "domain_extent", spec["domain_extent"] if domain_extent is None else domain_extent, positive=True
+        ),
+        "substeps": check_int("substeps", spec["substeps"] if substeps is None else substeps, minimum=1),
+        "warmup_steps": check_int(
+            "warmup_steps", spec["warmup_steps"] if warmup_steps is None else warmup_steps, minimum=0
+        ),
+        "dtype": check_choice("dtype", dtype, ("float32", "float64")),
+        "seed": check_int("seed", seed, minimum=0),
+        "ic": spec["ic"],
+    }
+    coeffs = _merge("coefficients", spec["coefficients"], coefficients)
+    for key, value in coeffs.items():
+        coeffs[key] = check_int(key, value, minimum=0) if key == "forcing_mode" else check_real(key, value)
+    cfg["coefficients"] = coeffs
+    ic = _merge("ic_options", spec["ic_options"], ic_options)
+    for key, value in ic.items():
+        ic[key] = (
+            check_int(key, value, minimum=1)
+            if key in ("num_terms", "min_wavenumber", "max_wavenumber")
+            else check_real(key, value)
+        )
+    cfg["ic_options"] = ic
+    # build the stepper once so that invalid coefficient values fail here, before any caching
+    make_stepper(equation, cfg["domain_extent"], cfg["num_points"], cfg["dt"] / cfg["substeps"], **coeffs)
+    return cfg
+
+
+def _initial_conditions(cfg: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+    n, L = cfg["num_points"], cfg["domain_extent"]
+    if cfg["ic"] == "random_sines":
+        return random_sines(rng, cfg["n_traj"], n, L, **cfg["ic_options"])
+    return random_vorticity(rng, cfg["n_traj"], n, L, **cfg["ic_options"])
+
+
+def _build(cfg: Mapping[str, Any], progress: bool) -> xr.Dataset:
+    import torch
+
+    spec = EQUATIONS[cfg["equation"]]
+    stepper = make_stepper(
+        cfg["equation"], cfg["domain_extent"], cfg["num_points"], cfg["dt"] / cfg["substeps"], **cfg["coefficients"]
+    )
+    rng = np.random.default_rng(cfg["seed"])
+    dtype = np.dtype(cfg["dtype"])
+    u0 = _initial_conditions(cfg, rng).astype(dtype)
+    n_traj, n_steps, substeps, warmup = cfg["n_traj"], cfg["n_steps"], cfg["substeps"], cfg["warmup_steps"]
+    data = np.empty((n_traj, n_steps + 1) + stepper.spatial_shape, dtype=dtype)
+    chunk = 256 if spec["dims"] == 1 else 16
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_traj * (warmup + n_steps), desc=f"pde {cfg['equation']}", unit="traj-frame", leave=False)
+    try:
+        with _stepping():
+            for start in range(0, n_traj, chunk):
+                stop = min(start + chunk, n_traj)
+                v = stepper.to_fourier(torch.from_numpy(u0[start:stop]))
+                for _ in range(warmup):
+                    for _ in range(substeps):
+                        v = stepper.step_fourier(v)
+                    if bar is not None:
+                        bar.update(stop - start)
+                data[start:stop, 0] = stepper.from_fourier(v).numpy()
+                for i in range(1, n_steps + 1):
+                    for _ in range(substeps):
+                        v = stepper.step_fourier(v)
+                    data[start:stop, i] = stepper.from_fourier(v).numpy()
+                    if bar is not None:
+                        bar.update(stop - start)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not np.all(np.isfinite(data)):
+        raise RuntimeError(
+            f"the {cfg['equation']} rollout became non-finite (solver dt = {cfg['dt'] / cfg['substeps']}); "
+            "reduce dt or raise substeps"
+        )
+    L, n = cfg["domain_extent"], cfg["num_points"]
+    grid = np.arange(n) * (L / n)
+    coords: dict[str, Any] = {
+        "traj": ("traj", np.arange(n_traj), {"long_name": "trajectory index"}),
+        "time": ("time", np.arange(n_steps + 1) * cfg["dt"], {"long_name": "time after warm-up", "units": "1"}),
+        "x": ("x", grid, {"long_name": "x", "units": "1"}),
+    }
+    if spec["dims"] == 1:
+        var, dims, long_name = "u", ("traj", "time", "x"), "u"
+    else:
+        var, dims, long_name = "vorticity", ("traj", "time", "y", "x"), "vorticity w = v_x - u_y"
+        coords["y"] = ("y", grid, {"long_name": "y", "units": "1"})
+    attrs = {
+        "title": f"{cfg['equation']} trajectories (lab.datasets.pde)",
+        "equation": cfg["equation"],
+        "pde": spec["pde"],
+        "conventions": _CONVENTIONS,
+        "state_variable": var,
+        "domain_extent": L,
+        "num_points": n,
+        "dt": cfg["dt"],
+        "solver_dt": cfg["dt"] / substeps,
+        "substeps": substeps,
+        "warmup_steps": warmup,
+        "warmup_time": warmup * cfg["dt"],
+        "coefficients": json.dumps(cfg["coefficients"], sort_keys=True),
+        "initial_condition": cfg["ic"],
+        "ic_options": json.dumps(cfg["ic_options"], sort_keys=True),
+        "seed": cfg["seed"],
+        "stepper": repr(stepper),
+        "generator_version": GENERATOR_VERSION,
+    }
+    return xr.Dataset(
+        {var: (dims, data, {"long_name": long_name, "units": "1"})},
+        coords=coords,
+        attrs=attrs,
+    )
+
+
+def _validator(cfg: Mapping[str, Any]):
+    spec = EQUATIONS[cfg["equation"]]
+    var = "u" if spec["dims"] == 1 else "vorticity"
+    n = cfg["num_points"]
+    expected = {"traj": cfg["n_traj"], "time": cfg["n_steps"] + 1, "x": n}
+    if spec["dims"] == 2:
+        expected["y"] = n
+
+    def validate(ds: xr.Dataset) -> None:
+        if var not in ds:
+            raise ValueError(f"variable {var!r} missing")
+        sizes = dict(ds[var].sizes)
+        if sizes != expected:
+            raise ValueError(f"{var} has sizes {sizes}, expected {expected}")
+        if ds[var].dtype != np.dtype(cfg["dtype"]):
+            raise ValueError(f"{var} has dtype {ds[var].dtype}, expected {cfg['dtype']}")
+        if not np.all(np.isfinite(ds[var].values)):
+            raise ValueError(f"{var} has non-finite values")
+
+    return validate
+
+
+def make_pde_dataset(
+    equation: str,
+    *,
+    n_traj: int = 16,
+    n_steps: int = 100,
+    num_points: int | None = None,
+    dt: float | None = None,
+    domain_extent: float | None = None,
+    substeps: int | None = None,
+    warmup_steps: int | None = None,
+    coefficients: Mapping[str, Any] | None = None,
+    ic_options: Mapping[str, Any] | None = None,
+    dtype: str = "float32",
+    seed: int = 0,
+    cache: bool = True,
+    root: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Trajectories of a PDE from random initial conditions, generated once and cached.
+
+    Arguments:
+        equation: ``heat``, ``burgers``, ``kdv``, ``ks``, ``navier_stokes`` or
+            ``kolmogorov``.
+        n_traj: number of trajectories.
+        n_steps: saved steps after the initial frame.
+        num_points: grid points per axis (default per equation).
+        dt: time between saved frames (default per equation).
+        domain_extent: side length ``L`` (default per equation).
+        substeps: solver steps per saved frame (solver step ``dt / substeps``).
+        warmup_steps: frames simulated and discarded before the first saved frame.
+        coefficients: overrides of the equation's coefficients (e.g. ``{"nu": 0.05}``).
+        ic_options: overrides of the initial-condition options (``num_terms``,
+            ``amplitude``, ``min_wavenumber``, ``max_wavenumber`` for sines;
+            ``min_mode``, ``max_mode``, ``velocity_rms`` for vorticity).
+        dtype: ``"float32"`` or ``"float64"``, used by the solver and the output.
+        seed: seed of the :func:`numpy.random.default_rng` drawing the initial
+            conditions.
+        cache: read/write the cache; ``False`` always solves and writes nothing.
+        root: cache directory (see :func:`lab.datasets.cache.data_root`).
+        progress: show a ``tqdm.auto`` progress bar while solving.
+
+    Returns:
+        Dataset with ``u`` ``(traj, time, x)`` (1-D) or ``vorticity``
+        ``(traj, time, y, x)`` (2-D), see the module docstring.
+    """
+    cfg = pde_dataset_config(
+        equation,
+        n_traj=n_traj,
+        n_steps=n_steps,
+        num_points=num_points,
+        dt=dt,
+        domain_extent=domain_extent,
+        substeps=substeps,
+        warmup_steps=warmup_steps,
+        coefficients=coefficients,
+        ic_options=ic_options,
+        dtype=dtype,
+        seed=seed,
+    )
+    if not cache:
+        return _build(cfg, progress)
+    return cached_dataset(f"pde-{equation}", cfg, lambda: _build(cfg, progress), root=root, validate=_validator(cfg))

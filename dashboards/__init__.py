@@ -1,20 +1,20 @@
 """Panel dashboards, thin over ``lab``: one ``pn.viewable.Viewer`` per app.
 
-``lab serve`` serves them all (or some) on localhost with an index page. ``APPS`` maps a name to the
-``"module:Class"`` of its Viewer; the module is imported only when the app is served.
+``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py``
+(not starting with ``_``) is an app: it defines ``Dashboard`` (its Viewer class) and ``TITLE``. ``APPS`` maps each
+name to ``"module:Dashboard"``; the module is imported only when the app is served.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 APPS: dict[str, str] = {
-    "hopfield": "dashboards.hopfield:HopfieldDashboard",
-}
-
-TITLES: dict[str, str] = {
-    "hopfield": "Dense associative memory: convergence against theory",
+    p.stem: f"dashboards.{p.stem}:Dashboard"
+    for p in sorted(Path(__file__).resolve().parent.glob("*.py"))
+    if not p.stem.startswith("_")
 }
 
 
@@ -45,7 +45,7 @@ def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.
         address=address,
         websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
         show=show,
-        title={n: TITLES.get(n, n) for n in names},
+        title={n: getattr(importlib.import_module(f"dashboards.{n}"), "TITLE", n) for n in names},
         threaded=threaded,
         start=start,
     )

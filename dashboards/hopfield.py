@@ -5,8 +5,11 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from dashboards._layout import dashboard_layout
 from lab.methods.dam.experiment import explore
 from lab.viz import dam as viz
+
+TITLE = "Hopfield: dense associative memory against theory"
 
 #: Largest load offered per order.
 ALPHA_MAX = {2: 0.3, 3: 0.12, 4: 0.02}
@@ -86,12 +89,14 @@ class HopfieldDashboard(pn.viewable.Viewer):
             "### Dense associative memory\nEnergy -Σ F(ξ·σ), F(x) = x^n, exact synchronous update. Dashed: the "
             "memoryless recursion m' = erf(m^(n-1) / sqrt(2α(2n-3)!!)).\n\nPaper: arXiv:2506.00851."
         )
-        return pn.template.FastListTemplate(
-            title="Hopfield: dense associative memory",
+        return dashboard_layout(
+            "Hopfield: dense associative memory",
             sidebar=[intro, widgets],
-            main=[pn.Column(self.summary, pn.Row(self.trajectories, self.convergence), self.basin,
-                            sizing_mode="stretch_width")],
+            main=[self.summary, pn.Row(self.trajectories, self.convergence), self.basin],
         )
+
+
+Dashboard = HopfieldDashboard
 
 
 def app():

@@ -1,8 +1,9 @@
 """The registry of methods: slug -> :class:`Method`.
 
-Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method(...)`` in its ``__init__.py``. The
-registry imports only those ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; the
-heavy ``experiment.run`` and its claims are imported on first use.
+Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method(...)`` in its ``__init__.py``; the
+registry discovers them (no central list to edit) and orders them by notebook name (``NN_<slug>.ipynb``). It imports
+only those ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; the heavy
+``experiment.run`` and its claims are imported on first use.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import xarray as xr
 
 from lab.claims import Claim
 
-#: Registered method packages, in the order of the notebooks.
-METHOD_MODULES: tuple[str, ...] = ("lab.methods.dam",)
-
+METHODS_DIR = Path(__file__).resolve().parent / "methods"
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -83,9 +82,14 @@ class Method:
 
 @cache
 def _methods() -> dict[str, Method]:
+    found: list[Method] = []
+    for init in sorted(METHODS_DIR.glob("*/__init__.py")):
+        module = importlib.import_module(f"lab.methods.{init.parent.name}")
+        method = getattr(module, "METHOD", None)
+        if isinstance(method, Method):
+            found.append(method)
     out: dict[str, Method] = {}
-    for name in METHOD_MODULES:
-        method = importlib.import_module(name).METHOD
+    for method in sorted(found, key=lambda m: m.notebook):
         if method.slug in out:
             raise RuntimeError(f"duplicate method slug {method.slug!r}")
         out[method.slug] = method

@@ -10,8 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import os
-import tempfile
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -22,6 +20,7 @@ from tqdm.auto import tqdm
 
 from lab import registry
 from lab.claims import ClaimsTable
+from lab.io import atomic_write_text
 
 KERNEL_NAME = "python3"
 
@@ -99,20 +98,8 @@ def _to_html(ipynb: Path) -> Path | None:
     nb = nbformat.read(ipynb, as_version=4)
     body, _ = HTMLExporter().from_notebook_node(nb)
     out = ipynb.with_suffix(".html")
-    _atomic_write(out, body)
+    atomic_write_text(out, body)
     return out
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def build_report(
@@ -147,8 +134,8 @@ def build_report(
             runs[m.slug] = run
     ordered = [runs[m.slug] for m in methods]
     summary = ReportSummary(profile=profile, index=out_dir / "index.html", runs=ordered)
-    _atomic_write(summary.index, render_index(summary))
-    _atomic_write(out_dir / "summary.json", json.dumps(_summary_json(summary), indent=2))
+    atomic_write_text(summary.index, render_index(summary))
+    atomic_write_text(out_dir / "summary.json", json.dumps(_summary_json(summary), indent=2))
     return summary
 
 
@@ -196,7 +183,8 @@ def render_index(summary: ReportSummary) -> str:
             badge = f'<span class="badge warn">{n_pass}/{len(r.claims or [])} claims hold</span>'
         link = f'<a href="{html.escape(r.html)}">notebook</a>' if r.html else "no notebook output"
         overview.append(
-            f'<tr><td><a href="#{r.slug}">{html.escape(r.slug)}</a></td><td>{r.seconds:.1f} s</td><td>{badge}</td></tr>'
+            f'<tr><td><a href="#{r.slug}">{html.escape(r.slug)}</a></td>'
+            f"<td>{r.seconds:.1f} s</td><td>{badge}</td></tr>"
         )
         body = r.claims.to_html() if r.claims is not None else ""
         err = f"<pre>{html.escape(r.error)}</pre>" if r.error else ""

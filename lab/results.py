@@ -15,12 +15,13 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import xarray as xr
+
+from lab.io import atomic_path
 
 NETCDF_ENGINE = "h5netcdf"
 _VERSIONED = ("recurrent-lab", "numpy", "scipy", "xarray", "torch", "numba", "panel", "holoviews")
@@ -37,7 +38,7 @@ def library_versions() -> dict[str, str]:
 
 
 def git_revision() -> str:
-    """The git revision of the lab's source tree (with ``-dirty`` when it has uncommitted changes), else ``unknown``."""
+    """The git revision of the lab's source tree (``-dirty`` with uncommitted changes), else ``unknown``."""
     root = Path(__file__).resolve().parent.parent
     try:
         rev = subprocess.run(
@@ -114,14 +115,8 @@ def save(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     ds.attrs = _clean_attrs(ds.attrs)
     for name in list(ds.variables):
         ds[name].attrs = _clean_attrs(ds[name].attrs)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine=NETCDF_ENGINE, invalid_netcdf=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -24,7 +24,7 @@ class Config(BaseConfig):
     }
 
     n: int = 3
-    """Order of the separation function F(x) = x^n studied (the paper's theory is for n >= 3, its experiments n = 3)."""
+    """Order of the separation function F(x) = x^n (the paper's theory is for n >= 3, its experiments n = 3)."""
     F: Literal["power", "exp"] = "power"
     """Separation function: 'power' (x^n) or 'exp' (e^x; no signal-to-noise theory, so its theory claims fail)."""
     N: int = 512

@@ -100,7 +100,6 @@ def _critical_load(alphas: np.ndarray, p: np.ndarray) -> float:
 
 def _order_dataset(cfg: Config, n: int, N: int, alphas, suffix: str, rng, progress: bool) -> xr.Dataset:
     m0s = np.asarray(cfg.m0s, dtype=float)
-    steps = np.arange(cfg.steps + 1)
     sims = []
     for alpha in tqdm(alphas, desc=f"DAM n={n}, N={N}", disable=not progress, leave=False):
         sims.append(
@@ -149,7 +148,8 @@ def _order_dataset(cfg: Config, n: int, N: int, alphas, suffix: str, rng, progre
             f"basin_edge_theory{s}": ((a_dim,), edge_th,
                                       {"long_name": "unstable fixed point m_u of the recursion", "units": "1"}),
             f"noise_var_random{s}": ((a_dim,), np.array([x.noise_random for x in sims]),
-                                     {"long_name": "crosstalk variance at random states (m ~ 0)", "units": "field^2"}),
+                                     {"long_name": "crosstalk variance at random states (m ~ 0)",
+                                      "units": "field^2"}),
             f"noise_var_retrieved{s}": ((a_dim,), np.array([x.noise_retrieved for x in sims]),
                                         {"long_name": "crosstalk variance at retrieved states (m ~ 1)",
                                          "units": "field^2"}),

@@ -1,0 +1,61 @@
+# recurrent-lab: `make report` and `make test` install everything they need on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PROFILE ?= quick
+JOBS ?= 1
+# torch first, pinned to the CPU build these machines keep on disk (an unpinned torch pulls a multi-GB CUDA build)
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install report serve test test-all bench lint chromium clean help
+
+help:
+	@echo "make report   install, execute every notebook (PROFILE=$(PROFILE)), write reports/$(PROFILE)/index.html"
+	@echo "make test     install (chromium too), run the tests (not the slow ones)"
+	@echo "make test-all the tests including the slow ones"
+	@echo "make serve    serve the dashboards on http://127.0.0.1:5006"
+	@echo "make bench    lab bench scan and lab bench pde"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name recurrent-lab --display-name "recurrent-lab" >/dev/null
+	touch $(STAMP)
+
+report: install
+	$(BIN)/lab report --profile $(PROFILE) --jobs $(JOBS)
+
+serve: install
+	$(BIN)/lab serve
+
+bench: install
+	$(BIN)/lab bench scan
+	$(BIN)/lab bench pde
+
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ]; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "The dashboard tests need Debian's chromium: run 'sudo apt-get install chromium' (or make test as root)."; \
+		exit 1; \
+	fi
+
+test: install chromium
+	$(BIN)/python -m pytest -m "not slow" -q
+
+test-all: install chromium
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check lab kernels dashboards tests
+
+clean:
+	rm -rf reports results .pytest_cache

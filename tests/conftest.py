@@ -1,0 +1,99 @@
+"""Shared fixtures: a headless Chromium page (Debian's chromium driven by Playwright) and served dashboards."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import urllib.request
+
+import pytest
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium (Debian's package; `make test` installs it)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("chromium is not installed: run `make test` (as root it installs Debian's chromium) or "
+                    "`apt-get install chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that records console errors in ``page.console_errors``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.console_errors = []
+    pg.on("console", lambda msg: pg.console_errors.append(msg.text) if msg.type == "error" else None)
+    pg.on("pageerror", lambda exc: pg.console_errors.append(str(exc)))
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def serve_app():
+    """Factory: serve_app(name) serves dashboards/<name>.py on a free localhost port and returns its URL."""
+    import panel as pn
+
+    from dashboards import serve_apps
+
+    servers = []
+
+    def start(name: str) -> str:
+        port = free_port()
+        server = serve_apps([name], port=port, address="127.0.0.1", threaded=True)
+        servers.append(server)
+        url = f"http://127.0.0.1:{port}/{name}"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+                return url
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"dashboard {name} did not come up on port {port}")
+
+    yield start
+    for server in servers:
+        try:
+            server.stop()
+        except RuntimeError:  # "Thread already stopping": panel's stopper thread got there first
+            pass
+    for cleanup in (pn.state.kill_all_servers, pn.state.reset):
+        try:
+            cleanup()
+        except RuntimeError:  # both also stop the server threads stopped above
+            pass
+
+
+def wait_for_bokeh(page, timeout: float = 60_000) -> None:
+    """Wait until at least one Bokeh plot canvas is rendered."""
+    page.wait_for_selector(".bk-Canvas, canvas", state="attached", timeout=timeout)
+
+
+os.environ.setdefault("LAB_TEST", "1")

@@ -1,0 +1,67 @@
+"""The `lab` command: list, run, check; bad input exits 2 with a one-line message and writes nothing."""
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from lab.cli import cli
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return CliRunner()
+
+
+def test_list(runner):
+    out = runner.invoke(cli, ["list"])
+    assert out.exit_code == 0 and "dam" in out.output and "hopfield" in out.output
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["run", "nosuch"], "known methods: "),
+        (["run", "dam", "-p", "bogus=1"], "unknown parameter 'bogus'"),
+        (["run", "dam", "-p", "N=abc"], "N='abc' is not a valid int"),
+        (["run", "dam", "-p", "N=-4"], "allowed range"),
+        (["run", "dam", "-p", "update=never"], "allowed: 'sync', 'async'"),
+        (["run", "dam", "-p", "N"], "is not FIELD=VALUE"),
+        (["run", "dam", "--profile", "huge"], "allowed: ci, quick, full"),
+        (["report", "nosuch"], "known methods"),
+        (["report", "--profile", "huge"], "allowed: ci, quick, full"),
+        (["serve", "nosuch"], "known dashboards: "),
+        (["bench", "nosuch"], "known benchmarks: "),
+        (["check", "missing.nc"], "no results file"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(runner, tmp_path, args, fragment):
+    out = runner.invoke(cli, args)
+    assert out.exit_code == 2, out.output
+    assert fragment in out.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_ci_saves_prints_claims_and_exits_by_claims(runner, tmp_path):
+    out = runner.invoke(cli, ["run", "dam", "--profile", "ci", "-q", "-p", "trials=2", "--out", "res"])
+    assert out.exit_code in (0, 1), out.output
+    assert "claims hold" in out.output
+    saved = tmp_path / "res" / "dam-ci.nc"
+    assert saved.exists()
+    n_pass, n_all = map(int, out.output.strip().splitlines()[-1].split()[0].split("/"))
+    assert out.exit_code == (0 if n_pass == n_all else 1)
+    again = runner.invoke(cli, ["check", str(saved)])
+    assert again.exit_code == out.exit_code and "claims hold" in again.output
+
+
+def test_run_fields_lists_parameters(runner):
+    out = runner.invoke(cli, ["run", "dam", "--fields"])
+    assert out.exit_code == 0 and "alphas" in out.output and "Loads alpha" in out.output
+
+
+def test_console_script_exit_code_for_bad_input(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "lab", "run", "nosuch"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 2 and "known methods" in proc.stderr

@@ -111,3 +111,12 @@ def get(slug: str) -> Method:
         return _methods()[slug]
     except KeyError:
         raise UnknownMethodError(f"unknown method {slug!r}; known methods: {', '.join(slugs())}") from None
+
+
+def methods_markdown_table() -> str:
+    """The README's method table, generated from the registry (a test keeps the README in step)."""
+    lines = ["| slug | paper | notebook | dashboards | title |", "| --- | --- | --- | --- | --- |"]
+    for m in methods():
+        dash = ", ".join(f"`{d}`" for d in m.dashboards) or "-"
+        lines.append(f"| `{m.slug}` | {m.paper} | `notebooks/{m.notebook}` | {dash} | {m.title} |")
+    return "\n".join(lines)

@@ -42,7 +42,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -51,6 +50,8 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+
+from lab.io import atomic_path
 
 __all__ = [
     "cache_path",
@@ -245,39 +246,13 @@ def _sweep_stale_temps(directory: Path, prefix: str) -> None:
             pass
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(ds: xr.Dataset, path: Path, name: str, key: str, config_json: str) -> xr.Dataset:
     """Write ``ds`` to ``path`` through a temporary file; return the data set as read back."""
     import h5netcdf
 
-    directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    prefix = f".{path.stem}."
-    _sweep_stale_temps(directory, prefix)
-    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_temps(path.parent, f".{path.name}.")
+    with atomic_path(path, fsync=True) as tmp:
         out = ds.copy(deep=False)
         out.attrs = {
             **{k: v for k, v in ds.attrs.items() if not str(k).startswith("lab_cache_")},
@@ -292,16 +267,7 @@ def _write_atomic(ds: xr.Dataset, path: Path, name: str, key: str, config_json: 
         with h5netcdf.File(tmp, "a") as f:
             f.attrs[ATTR_CHECKSUM] = checksum
         result = _read_checked(tmp, name, key, None)
-        _fsync_file(tmp)
-        os.replace(tmp, path)
-        _fsync_dir(directory)
-        return result
-    except BaseException:
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
+    return result
 
 
 def cached_dataset(

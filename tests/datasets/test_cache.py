@@ -194,8 +194,8 @@ def test_validate_hook_rejects_and_rebuilds(tmp_path: Path) -> None:
 
 def test_stale_temporaries_are_swept(tmp_path: Path) -> None:
     path = cache_path("toy", CONFIG, root=tmp_path)
-    old = tmp_path / f".{path.stem}.old.tmp"
-    fresh = tmp_path / f".{path.stem}.fresh.tmp"
+    old = tmp_path / f".{path.name}.old.tmp"
+    fresh = tmp_path / f".{path.name}.fresh.tmp"
     old.write_bytes(b"partial")
     fresh.write_bytes(b"someone else writing")
     two_days_ago = time.time() - 2 * 24 * 3600

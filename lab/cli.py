@@ -142,6 +142,48 @@ def serve(names: tuple[str, ...], port: int, address: str, show: bool) -> None:
     serve_apps(list(names) or list(APPS), port=port, address=address, show=show)
 
 
+@cli.command()
+@click.argument("slug")
+@click.option("--profile", "-P", default="quick", show_default=True, help="ci, quick or full.")
+@click.option("-g", "grid", multiple=True, metavar="FIELD=V1,V2", help="A swept field and its values (repeatable).")
+@click.option("-p", "params", multiple=True, metavar="FIELD=VALUE", help="A fixed override (repeatable).")
+@click.option("--scheduler", default=None, help="Dask scheduler address; default: a local cluster.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 256),
+              help="Worker processes of the local cluster.")
+@click.option("--out", type=click.Path(file_okay=False), default="results/sweep", show_default=True)
+def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...], scheduler: str | None,
+          workers: int, out: str) -> None:
+    """Run SLUG over a grid of Config values on Dask (a local cluster, or --scheduler for a real one)."""
+    from lab import registry
+    from lab.config import ConfigError, describe_fields
+    from lab.sweep import sweep as run_sweep
+
+    try:
+        method = registry.get(slug)
+    except registry.UnknownMethodError as exc:
+        _bad_input(str(exc))
+    if not grid:
+        _bad_input("give at least one -g FIELD=V1,V2")
+    axes = {k: [v for v in vals.split(",") if v] for k, vals in _parse_params(grid).items()}
+    unknown = [k for k in axes if k not in {f["name"] for f in describe_fields(method.config)}]
+    if unknown:
+        _bad_input(f"unknown parameter {unknown[0]!r} for {slug}; allowed: "
+                   + ", ".join(f["name"] for f in describe_fields(method.config)))
+    fixed = _parse_params(params)
+    try:
+        from lab.sweep import grid_points
+
+        for point in grid_points(axes):
+            method.make_config(profile, **fixed, **point)
+    except ConfigError as exc:
+        _bad_input(str(exc))
+    res = run_sweep(slug, axes, profile=profile, base=fixed, scheduler=scheduler, workers=workers, out=out)
+    table = res.table
+    summary = table.groupby(list(axes))["passed"].agg(["sum", "count"])
+    click.echo(summary.rename(columns={"sum": "claims hold", "count": "claims"}).to_string())
+    click.echo(f"\nsaved {len(res.points)} results under {out}")
+
+
 BENCHES = {
     "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
 }

@@ -35,6 +35,10 @@ def test_list(runner):
         (["serve", "nosuch"], "known dashboards: "),
         (["bench", "nosuch"], "known benchmarks: "),
         (["check", "missing.nc"], "no results file"),
+        (["sweep", "dam"], "give at least one -g"),
+        (["sweep", "dam", "-g", "bogus=1,2"], "unknown parameter 'bogus'"),
+        (["sweep", "dam", "-g", "N=64,-3"], "allowed range"),
+        (["sweep", "nosuch", "-g", "N=1"], "known methods"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(runner, tmp_path, args, fragment):

@@ -186,6 +186,7 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
 
 BENCHES = {
     "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
+    "pde": ("lab.datasets.pde.bench", "run_pde_bench", "format_pde_bench"),
 }
 
 

@@ -1,0 +1,394 @@
+"""Numba CPU kernels for the first-order linear recurrence ``h_t = a_t * h_{t-1} + b_t`` and its adjoint.
+
+Every kernel works on views ``(N, T, M)`` prepared by :mod:`kernels.linear_scan`: ``N`` independent outer rows, the
+scan axis ``T`` and ``M`` inner channels (the dims that sit *inside* the scan axis in memory). Two loop orders cover
+every layout without copies:
+
+* ``M > 1`` (channels last, e.g. ``(batch, time, channels)``): the inner loop runs over the contiguous channel axis,
+  so every time step is one vectorised multiply-add over a block of channels; the parallel tasks are
+  (row, channel block) pairs.
+* ``M == 1`` (time contiguous, e.g. ``(batch, channels, time)``, passed as 2-D ``(N, T)``): a row is a single chain
+  of dependent multiply-adds, capped by the multiply-add latency (~4 cycles an element). The kernel breaks the chain
+  into blocks of ``_K`` steps: inside a block it scans from zero while accumulating the product of the coefficients,
+  ``(A_j, B_j)``, which does not depend on the incoming state, and then ``h = A_j * h_in + B_j``. Only one
+  multiply-add per block sits on the loop-carried chain; the out-of-order core overlaps the blocks, so one row
+  streams at close to memory bandwidth. Each row is read as one contiguous stream, so power-of-two row pitches do
+  not make interleaved streams collide (4K aliasing), and traffic stays 12 bytes per float32 element.
+
+The row kernels take 1-D views in *processing order*: a reverse scan passes ``x[::-1]`` views (a negative stride),
+so one body serves both directions.
+
+Memory direction matters on this lab's CPUs: streaming memory backwards ran 2-3x slower than forwards (hardware
+prefetchers). A row that runs backwards therefore issues software prefetches for the *next* row in ascending order,
+and the channels-last kernels process backward sweeps in blocks of ``_TB`` time steps (see their docstrings).
+
+All kernels accept float32/64 and complex64/128 (the adjoint conjugates, as PyTorch's complex autograd expects).
+Compiled with ``cache=True``: a new process loads machine code from ``__pycache__`` instead of recompiling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+# Steps per block in the time-contiguous kernels (8 measured best on AVX-512 EPYC: 4 leaves the chain visible,
+# 16 spills the product/partial-sum pair of a fully unrolled block).
+_K = 8
+# Channel block of the channels-last kernels (elements): enough tasks for all threads, long enough vectors.
+_CBLK = 512
+# Time block of the channels-last sweeps that would otherwise stream memory backwards (2.7x slower than forwards on
+# this lab's CPUs): the reverse forward stages blocks through small buffers copied in ascending order, the adjoint of
+# a forward scan runs two passes over blocks in ascending order (see scan_channels_backward).
+_TB = 16
+
+_FLAGS = {"nsz", "contract", "arcp"}  # no 'nnan'/'ninf': NaN and inf must propagate exactly
+
+
+def _make_prefetch(write: int, locality: int = 3):
+    @intrinsic
+    def prefetch(typingctx, arr, idx):
+        """Hint the cache to fetch ``arr[idx]`` (``llvm.prefetch``; a no-op for the program's meaning)."""
+        if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+            fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
+            builder.call(
+                fn,
+                [builder.bitcast(ptr, i8p), ir.Constant(i32, write), ir.Constant(i32, locality), ir.Constant(i32, 1)],
+            )
+            return context.get_dummy_value()
+
+        return types.void(arr, idx), codegen
+
+    return prefetch
+
+
+_prefetch_r = _make_prefetch(0)
+_prefetch_w = _make_prefetch(1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# time contiguous: one row (1-D views in processing order)
+@njit(cache=True, fastmath=_FLAGS, inline="always")
+def _row_forward(av, bv, ov, h, pa, pb, po, prefetch):
+    """Scan one row: ``ov[s] = av[s] * ov[s-1] + bv[s]`` from state ``h``; returns the last state.
+
+    With ``prefetch`` (a row that runs backwards through memory) it also prefetches the next row ``pa, pb, po``
+    in ascending order, as :func:`_row_backward` does.
+    """
+    n_t = bv.shape[0]
+    n_full = n_t - n_t % _K
+    n_pf = pb.shape[0]
+    line = max(1, 64 // bv.itemsize)
+    p = 0
+    for t0 in range(0, n_full, _K):
+        if prefetch and p < n_pf:
+            _prefetch_r(pa, p)
+            _prefetch_r(pb, p)
+            _prefetch_w(po, p)
+            p += line
+        acc_a = av[t0]
+        acc_b = bv[t0]
+        ov[t0] = acc_a * h + acc_b
+        for j in range(1, _K):
+            x = av[t0 + j]
+            acc_a = acc_a * x
+            acc_b = x * acc_b + bv[t0 + j]
+            ov[t0 + j] = acc_a * h + acc_b
+        h = acc_a * h + acc_b
+    for t in range(n_full, n_t):
+        h = av[t] * h + bv[t]
+        ov[t] = h
+    return h
+
+
+@njit(cache=True, fastmath=_FLAGS, inline="always")
+def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
+    """Adjoint of one row, 1-D views in *backward* processing order (the forward order reversed).
+
+    With ``d_s`` the total gradient reaching state ``s``: ``d_s = g_s + conj(a_{s-1}) d_{s-1}`` (``a_{s-1}`` is the
+    coefficient of the step that consumed state ``s``), ``db_s = d_s``, ``da_s = d_s conj(h_prev)`` where ``h_prev``
+    is ``hv[s+1]`` (the forward predecessor) or ``h0`` at the end. Returns ``dh0``.
+
+    When the views run backwards through memory (a forward scan's adjoint), hardware prefetchers stream them poorly
+    on this lab's CPUs (0.9 vs 0.5 ns an element). With ``prefetch`` the loop therefore also issues software
+    prefetches, in *ascending* order, for the next row (``pa, ph, pg`` read, ``pda, pdb`` written), which the same
+    thread processes next; that row then streams from L2.
+    """
+    n_t = gv.shape[0]
+    if n_t == 0:
+        return h0 * 0
+    d = gv[0]
+    dbv[0] = d
+    dav[0] = d * np.conj(hv[1] if n_t > 1 else h0)
+    n_mid = n_t - 1  # elements 1 .. n_t-2 have a predecessor inside the row; the last one uses h0
+    n_pf = pg.shape[0]
+    line = max(1, 64 // gv.itemsize)  # elements in a 64-byte cache line
+    p = 0
+    s = 1
+    while s + _K <= n_mid:
+        if prefetch and p < n_pf:  # one cache line of each next-row array per block
+            _prefetch_r(pa, p)
+            _prefetch_r(ph, p)
+            _prefetch_r(pg, p)
+            _prefetch_w(pda, p)
+            _prefetch_w(pdb, p)
+            p += line
+        acc_a = np.conj(av[s - 1])
+        acc_b = gv[s]
+        v = acc_a * d + acc_b
+        dbv[s] = v
+        dav[s] = v * np.conj(hv[s + 1])
+        for j in range(1, _K):
+            x = np.conj(av[s + j - 1])
+            acc_a = acc_a * x
+            acc_b = x * acc_b + gv[s + j]
+            v = acc_a * d + acc_b
+            dbv[s + j] = v
+            dav[s + j] = v * np.conj(hv[s + j + 1])
+        d = acc_a * d + acc_b
+        s += _K
+    while s < n_mid:
+        d = np.conj(av[s - 1]) * d + gv[s]
+        dbv[s] = d
+        dav[s] = d * np.conj(hv[s + 1])
+        s += 1
+    if n_t > 1:
+        d = np.conj(av[n_t - 2]) * d + gv[n_t - 1]
+        dbv[n_t - 1] = d
+        dav[n_t - 1] = d * np.conj(h0)
+    return np.conj(av[n_t - 1]) * d
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def scan_rows_forward(a, b, h0, out, reverse):
+    """Scan every row of ``(N, T)`` arrays along axis 1, blocked chains, rows in parallel.
+
+    Arguments:
+        a, b: ``(N, T)`` coefficients and inputs (any strides).
+        h0: ``(N,)`` initial states.
+        out: ``(N, T)`` output, written in place.
+        reverse: scan from ``t = T - 1`` down to ``0``.
+    """
+    n_rows = b.shape[0]
+    for n in prange(n_rows):
+        m = min(n + 1, n_rows - 1)  # the row this thread most likely processes next
+        if reverse:
+            _row_forward(a[n, ::-1], b[n, ::-1], out[n, ::-1], h0[n], a[m], b[m], out[m], m != n)
+        else:
+            _row_forward(a[n], b[n], out[n], h0[n], a[m], b[m], out[m], False)
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def scan_rows_backward(a, h, g, h0, da, db, dh0, reverse):
+    """Adjoint of :func:`scan_rows_forward`.
+
+    Arguments:
+        a: ``(N, T)`` forward coefficients.
+        h: ``(N, T)`` forward output (the states).
+        g: ``(N, T)`` gradient of the loss w.r.t. the output.
+        h0: ``(N,)`` forward initial states.
+        da, db: ``(N, T)`` gradients w.r.t. ``a`` and ``b``, written in place.
+        dh0: ``(N,)`` gradient w.r.t. ``h0``, written in place.
+        reverse: the direction of the *forward* scan.
+    """
+    n_rows = g.shape[0]
+    for n in prange(n_rows):
+        m = min(n + 1, n_rows - 1)  # the row this thread most likely processes next
+        if reverse:  # the adjoint runs forwards through memory: hardware prefetch is enough
+            dh0[n] = _row_backward(a[n], h[n], g[n], da[n], db[n], h0[n], a[m], h[m], g[m], da[m], db[m], False)
+        else:
+            dh0[n] = _row_backward(
+                a[n, ::-1], h[n, ::-1], g[n, ::-1], da[n, ::-1], db[n, ::-1], h0[n],
+                a[m], h[m], g[m], da[m], db[m], m != n,
+            )  # fmt: skip
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def scan_rows_simple(a, b, h0, out, reverse):
+    """One plain dependent chain per row (latency-bound reference loop order; used by the benchmark)."""
+    n_t = b.shape[1]
+    for n in prange(b.shape[0]):
+        h = h0[n]
+        for s in range(n_t):
+            t = n_t - 1 - s if reverse else s
+            h = a[n, t] * h + b[n, t]
+            out[n, t] = h
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# channels last
+@njit(cache=True, inline="always")
+def _prefetch_rows(r1, r2, r3, w1, w2):
+    """Prefetch every cache line of three rows to read and two to write."""
+    line = max(1, 64 // r1.itemsize)
+    for i in range(0, r1.shape[0], line):
+        _prefetch_r(r1, i)
+        _prefetch_r(r2, i)
+        _prefetch_r(r3, i)
+        _prefetch_w(w1, i)
+        _prefetch_w(w2, i)
+
+
+@njit(cache=True, inline="always")
+def _copy1(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True, inline="always")
+def _copy2(src1, src2, dst1, dst2):
+    for i in range(src1.shape[0]):
+        dst1[i] = src1[i]
+        dst2[i] = src2[i]
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def scan_channels_forward(a, b, h0, out, reverse):
+    """Scan ``(N, T, M)`` arrays along axis 1, vectorised over the channel axis ``M``.
+
+    Arguments:
+        a, b: ``(N, T, M)`` coefficients and inputs (any strides; stride 0 for a broadcast ``a`` is fine).
+        h0: ``(N, M)`` initial states.
+        out: ``(N, T, M)`` output, written in place.
+        reverse: scan from ``t = T - 1`` down to ``0`` (through small staging buffers, see :data:`_TB`).
+    """
+    n_rows, n_t, n_ch = b.shape
+    n_blk = (n_ch + _CBLK - 1) // _CBLK
+    for task in prange(n_rows * n_blk):
+        n = task // n_blk
+        c0 = (task % n_blk) * _CBLK
+        c1 = min(c0 + _CBLK, n_ch)
+        h = h0[n, c0:c1].copy()
+        if reverse:
+            ba = np.empty((_TB, c1 - c0), dtype=out.dtype)
+            bb = np.empty((_TB, c1 - c0), dtype=out.dtype)
+            e = n_t
+            while e > 0:
+                s0 = max(0, e - _TB)
+                for t in range(s0, e):  # stage the block, ascending
+                    _copy2(a[n, t, c0:c1], b[n, t, c0:c1], ba[t - s0], bb[t - s0])
+                for i in range(e - s0 - 1, -1, -1):
+                    q = s0 - 1 - i  # meanwhile prefetch the next block, ascending
+                    if q >= 0:
+                        _prefetch_rows(
+                            a[n, q, c0:c1], b[n, q, c0:c1], b[n, q, c0:c1], out[n, q, c0:c1], out[n, q, c0:c1]
+                        )
+                    ar = ba[i]
+                    br = bb[i]
+                    for c in range(c1 - c0):
+                        v = ar[c] * h[c] + br[c]
+                        h[c] = v
+                        br[c] = v
+                for t in range(s0, e):  # write back, ascending
+                    _copy1(bb[t - s0], out[n, t, c0:c1])
+                e = s0
+        else:
+            for t in range(n_t):
+                ar = a[n, t, c0:c1]
+                br = b[n, t, c0:c1]
+                orow = out[n, t, c0:c1]
+                for c in range(c1 - c0):
+                    v = ar[c] * h[c] + br[c]
+                    h[c] = v
+                    orow[c] = v
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def scan_channels_backward(a, h, g, h0, da, db, dh0, reverse):
+    """Adjoint of :func:`scan_channels_forward` (arguments as in :func:`scan_rows_backward`, with a trailing
+    channel axis: ``(N, T, M)`` arrays and ``(N, M)`` states). The adjoint of a forward scan runs in two ascending
+    passes over blocks of ``_TB`` steps (see the comment in the code)."""
+    n_rows, n_t, n_ch = g.shape
+    n_blk = (n_ch + _CBLK - 1) // _CBLK
+    for task in prange(n_rows * n_blk):
+        n = task // n_blk
+        c0 = (task % n_blk) * _CBLK
+        c1 = min(c0 + _CBLK, n_ch)
+        carry = np.zeros(c1 - c0, dtype=g.dtype)
+        if reverse:  # the forward ran t = T-1 .. 0, so the adjoint ascends: stream directly
+            for t in range(n_t):
+                hp = h0[n, c0:c1] if t == n_t - 1 else h[n, t + 1, c0:c1]
+                ar = a[n, t, c0:c1]
+                gr = g[n, t, c0:c1]
+                dar = da[n, t, c0:c1]
+                dbr = db[n, t, c0:c1]
+                for c in range(c1 - c0):
+                    d = gr[c] + carry[c]
+                    dbr[c] = d
+                    dar[c] = d * np.conj(hp[c])
+                    carry[c] = np.conj(ar[c]) * d
+        else:
+            # Two passes over time blocks of _TB steps, the blocks in ascending order. With ``c_t = conj(a_t) d_t``
+            # (what step t passes down to step t-1), a block maps the carry entering at its top to the one leaving
+            # at its bottom affinely, ``c_out = q + p c_in``, and that map composes step by step in *ascending*
+            # order (q += p conj(a_t) g_t, p *= conj(a_t)). Pass 1 streams a and g forwards to get (p, q) per block
+            # and channel; a short backward sweep over the blocks gives each block's incoming carry; pass 2 walks
+            # each block backwards with its carry (the next block prefetched ascending meanwhile) and writes da, db.
+            # Reading a and g twice (28 instead of 20 bytes an element) costs less than streaming memory backwards
+            # (2.7x slower than forwards on this lab's CPUs).
+            cw = c1 - c0
+            n_b = (n_t + _TB - 1) // _TB
+            bp = np.empty((n_b, cw), dtype=g.dtype)
+            bq = np.empty((n_b, cw), dtype=g.dtype)
+            for k in range(n_b):  # pass 1: block maps, ascending
+                q = bq[k]
+                p = bp[k]
+                for c in range(cw):
+                    q[c] = 0
+                    p[c] = 1
+                for t in range(k * _TB, min(n_t, (k + 1) * _TB)):
+                    ar = a[n, t, c0:c1]
+                    gr = g[n, t, c0:c1]
+                    for c in range(cw):
+                        x = np.conj(ar[c])
+                        q[c] += p[c] * x * gr[c]
+                        p[c] *= x
+            for k in range(n_b - 1, -1, -1):  # incoming carry of every block (stored in bq)
+                q = bq[k]
+                p = bp[k]
+                for c in range(cw):
+                    v = q[c] + p[c] * carry[c]
+                    q[c] = carry[c]
+                    carry[c] = v
+            for k in range(n_b):  # pass 2: gradients, backwards inside each block
+                s0 = k * _TB
+                e = min(n_t, s0 + _TB)
+                cin = bq[k]
+                for t in range(e - 1, s0 - 1, -1):
+                    nxt = e + (e - 1 - t)  # prefetch the next block, ascending
+                    if nxt < n_t:
+                        _prefetch_rows(a[n, nxt, c0:c1], g[n, nxt, c0:c1], h[n, nxt - 1, c0:c1], da[n, nxt, c0:c1],
+                                       db[n, nxt, c0:c1])  # fmt: skip
+                    hp = h[n, t - 1, c0:c1] if t > 0 else h0[n, c0:c1]
+                    ar = a[n, t, c0:c1]
+                    gr = g[n, t, c0:c1]
+                    dar = da[n, t, c0:c1]
+                    dbr = db[n, t, c0:c1]
+                    for c in range(cw):
+                        d = gr[c] + cin[c]
+                        dbr[c] = d
+                        dar[c] = d * np.conj(hp[c])
+                        cin[c] = np.conj(ar[c]) * d
+        dh0[n, c0:c1] = carry
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def axpy_rows(a, b, out):
+    """Element-wise ``out = a * b + b`` over ``(N, T)`` rows: the bandwidth reference (the scan's access pattern)."""
+    for n in prange(b.shape[0]):
+        ar = a[n]
+        br = b[n]
+        orow = out[n]
+        for t in range(b.shape[1]):
+            orow[t] = ar[t] * br[t] + br[t]

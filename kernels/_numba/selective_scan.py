@@ -1,0 +1,217 @@
+"""Numba CPU kernels for Mamba-1's selective scan, forward and backward, fused.
+
+Per (batch, channel) row the state ``h`` (``state`` values) lives in a small local array; the discretisation
+``dA = exp(delta * A)``, ``dB u = delta * B * u`` happens inside the loop, so no ``(batch, channels, length, state)``
+tensor is ever formed. ``B`` and ``C`` arrive transposed to ``(batch, groups, length, state)`` so the state loop is
+contiguous and vectorises (16 float32 states = one AVX-512 register).
+
+The forward stores the state at the end of every ``CHUNK`` steps (``(batch, channels, n_chunks, state)``, 1/CHUNK of
+the full state history). The backward walks the chunks from last to first, recomputes the chunk's states from its
+checkpoint into a ``(CHUNK, state)`` buffer, then runs the adjoint recurrence backwards through it.
+
+The backward parallelises over (batch, group, channel slice) tasks: every task owns its slice of channels, so it can
+accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial without atomics; the
+caller adds the partials.
+
+``exp`` of float32 uses a vectorisable polynomial (:func:`fast_exp`, relative error ~2e-7); float64 uses ``math.exp``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
+
+CHUNK = 64  # steps between stored states (checkpoints) and the length of the backward's recompute buffer
+
+_FLAGS = {"nsz", "contract", "arcp", "reassoc", "afn"}  # no 'nnan'/'ninf': NaN and inf propagate
+
+
+@intrinsic
+def _bits_to_f32(typingctx, k):
+    """Reinterpret the low 32 bits of an integer as a float32 (an LLVM bitcast; vectorises)."""
+    if not isinstance(k, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if v.type.width != 32:
+            v = builder.trunc(v, ir.IntType(32)) if v.type.width > 32 else builder.sext(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return types.float32(k), codegen
+
+
+def fast_exp(x):
+    """``exp(x)``; float32: a degree-6 polynomial on ``[-ln2/2, ln2/2]`` times ``2**k`` built from its bits."""
+    return math.exp(x)
+
+
+@overload(fast_exp, inline="always")
+def _fast_exp_impl(x):
+    if x == types.float32:
+
+        def impl(x):
+            if x != x:  # NaN in, NaN out
+                return x
+            xc = min(max(x, np.float32(-87.3)), np.float32(88.3))
+            k = math.floor(xc * np.float32(1.4426950408889634) + np.float32(0.5))
+            kf = np.float32(k)
+            r = xc - kf * np.float32(0.693359375) - kf * np.float32(-2.12194440e-4)
+            p = np.float32(1.9875691500e-4)
+            p = p * r + np.float32(1.3981999507e-3)
+            p = p * r + np.float32(8.3334519073e-3)
+            p = p * r + np.float32(4.1665795894e-2)
+            p = p * r + np.float32(1.6666665459e-1)
+            p = p * r + np.float32(5.0000001201e-1)
+            p = p * r * r + r + np.float32(1.0)
+            res = p * _bits_to_f32((k + 127) << 23)
+            return res if x > np.float32(-87.3) else np.float32(0.0)
+
+        return impl
+    if isinstance(x, types.Float):
+        return lambda x: math.exp(x)
+    return None
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def fast_exp_array(x, out):
+    """Element-wise :func:`fast_exp` (for tests)."""
+    for i in range(x.shape[0]):
+        out[i] = fast_exp(x[i])
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, y, last, ckpt, save):
+    """Forward selective scan on discretisation steps ``dt`` (softplus and bias already applied by the caller).
+
+    Arguments:
+        u, dt: ``(batch, channels, length)``.
+        A: ``(channels, state)`` (real).
+        Bt, Ct: ``(batch, groups, length, state)`` (transposed from Mamba's ``(batch, groups, state, length)``).
+        Dv: ``(channels,)`` skip weight (zeros when absent).
+        h0: ``(batch, channels, state)`` initial state.
+        y: ``(batch, channels, length)`` output ``C . h + D u`` (before any gate), written in place.
+        last: ``(batch, channels, state)`` final state, written in place.
+        ckpt: ``(batch, channels, ceil(length / CHUNK), state)`` states after every chunk (written if ``save``).
+        save: write ``ckpt``.
+    """
+    n_b, n_d, n_l = u.shape
+    n_s = A.shape[1]
+    per_group = n_d // Bt.shape[1]
+    for row in prange(n_b * n_d):
+        b = row // n_d
+        d = row % n_d
+        g = d // per_group
+        h = h0[b, d].copy()
+        a_row = A[d]
+        skip = Dv[d]
+        for l in range(n_l):
+            step = dt[b, d, l]
+            x = u[b, d, l]
+            dtx = step * x
+            brow = Bt[b, g, l]
+            crow = Ct[b, g, l]
+            acc = x * 0
+            for n in range(n_s):
+                hn = fast_exp(step * a_row[n]) * h[n] + dtx * brow[n]
+                h[n] = hn
+                acc += hn * crow[n]
+            y[b, d, l] = acc + skip * x
+            if save and ((l + 1) % CHUNK == 0 or l == n_l - 1):
+                ckpt[b, d, l // CHUNK] = h
+        last[b, d] = h
+
+
+@njit(parallel=True, cache=True, fastmath=_FLAGS)
+def selective_scan_backward(
+    u, dt, A, Bt, Ct, Dv, h0, ckpt, dy, du, ddt, dA_part, dB_part, dC_part, dD_part, dh0, n_slices
+):
+    """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of ``y``).
+
+    Arguments:
+        u, dt, A, Bt, Ct, Dv, h0: as in the forward.
+        ckpt: the forward's chunk-end states.
+        dy: ``(batch, channels, length)`` gradient of the output.
+        du, ddt: ``(batch, channels, length)`` gradients, written in place.
+        dA_part: ``(batch, channels, state)`` per-batch partial of ``dA``; dD_part: ``(batch, channels)``.
+        dB_part, dC_part: ``(batch, groups, n_slices, length, state)`` per-slice partials (caller sums axis 2).
+        dh0: ``(batch, channels, state)``: on entry the gradient w.r.t. the final state, on exit w.r.t. ``h0``.
+        n_slices: channel slices per group (parallel tasks per (batch, group)).
+    """
+    n_b, n_d, n_l = u.shape
+    n_s = A.shape[1]
+    n_g = Bt.shape[1]
+    per_group = n_d // n_g
+    per_slice = (per_group + n_slices - 1) // n_slices
+    n_chunks = (n_l + CHUNK - 1) // CHUNK
+    for task in prange(n_b * n_g * n_slices):
+        b = task // (n_g * n_slices)
+        g = (task // n_slices) % n_g
+        sl = task % n_slices
+        d0 = g * per_group + sl * per_slice
+        d1 = min(d0 + per_slice, (g + 1) * per_group)
+        hs = np.empty((CHUNK, n_s), dtype=u.dtype)  # states after each step of the chunk
+        das = np.empty((CHUNK, n_s), dtype=u.dtype)  # exp(dt * A) of each step
+        dh = np.empty(n_s, dtype=u.dtype)
+        da_acc = np.empty(n_s, dtype=u.dtype)
+        dbp = dB_part[b, g, sl]
+        dcp = dC_part[b, g, sl]
+        dbp[:, :] = 0
+        dcp[:, :] = 0
+        for d in range(d0, d1):
+            a_row = A[d]
+            skip = Dv[d]
+            dh[:] = dh0[b, d]  # the caller preloads dh0 with the gradient of the final state
+            da_acc[:] = 0
+            dd_acc = skip * 0
+            for c in range(n_chunks - 1, -1, -1):
+                s0 = c * CHUNK
+                s1 = min(n_l, s0 + CHUNK)
+                hstart = h0[b, d] if c == 0 else ckpt[b, d, c - 1]
+                # recompute the chunk's states
+                for j in range(s1 - s0):
+                    l = s0 + j
+                    step = dt[b, d, l]
+                    dtx = step * u[b, d, l]
+                    brow = Bt[b, g, l]
+                    prev = hstart if j == 0 else hs[j - 1]
+                    cur = hs[j]
+                    ea = das[j]
+                    for n in range(n_s):
+                        e = fast_exp(step * a_row[n])
+                        ea[n] = e
+                        cur[n] = e * prev[n] + dtx * brow[n]
+                # adjoint, backwards through the chunk
+                for j in range(s1 - s0 - 1, -1, -1):
+                    l = s0 + j
+                    gy = dy[b, d, l]
+                    x = u[b, d, l]
+                    dd_acc += gy * x
+                    step = dt[b, d, l]
+                    brow = Bt[b, g, l]
+                    crow = Ct[b, g, l]
+                    prev = hstart if j == 0 else hs[j - 1]
+                    cur = hs[j]
+                    ea = das[j]
+                    dbrow = dbp[l]
+                    dcrow = dcp[l]
+                    gstep = x * 0
+                    dux = x * 0
+                    for n in range(n_s):
+                        dhn = dh[n] + gy * crow[n]
+                        dcrow[n] += gy * cur[n]
+                        t1 = dhn * prev[n] * ea[n]  # d(loss)/d(dt * A[n])
+                        gstep += t1 * a_row[n] + dhn * brow[n] * x
+                        da_acc[n] += t1 * step
+                        dbrow[n] += dhn * step * x
+                        dux += dhn * brow[n]
+                        dh[n] = dhn * ea[n]
+                    du[b, d, l] = gy * skip + dux * step
+                    ddt[b, d, l] = gstep
+            dh0[b, d] = dh
+            dA_part[b, d] = da_acc
+            dD_part[b, d] = dd_acc

@@ -1,0 +1,1 @@
+"""Triton GPU kernels (imported lazily: triton is optional; on CPU tensors they run only under TRITON_INTERPRET=1)."""

@@ -1,0 +1,275 @@
+"""Mamba-1's selective scan: ``h_t = exp(delta_t A) h_{t-1} + delta_t B_t u_t``, ``y_t = C_t . h_t + D u_t``.
+
+:func:`selective_scan` runs fused kernels (Numba on CPU, Triton on GPU) that discretise inside the loop and never
+form a ``(batch, channels, length, state)`` tensor, with a fused backward that recomputes states from chunk-end
+checkpoints. :func:`selective_scan_ref` is the readable reference with the semantics of ``selective_scan_ref`` in
+state-spaces/mamba (it does materialise ``exp(delta A)`` and ``delta B u`` over ``(batch, channels, length, state)``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
+
+from ._common import REAL_DTYPES, check_tensor, numba_threads_for, resolve_backend
+
+__all__ = ["selective_scan", "selective_scan_ref"]
+
+
+def _check(u, delta, A, B, C, D, z, delta_bias, h0):
+    """Validate the selective-scan arguments; return ``(batch, channels, length, state, groups)``."""
+    check_tensor("u", u, REAL_DTYPES)
+    if u.dim() != 3:
+        raise ValueError(f"u must be (batch, channels, length); got shape {tuple(u.shape)}")
+    bsz, dim, length = u.shape
+    named = {"delta": delta, "A": A, "B": B, "C": C, "D": D, "z": z, "delta_bias": delta_bias, "h0": h0}
+    for name, t in named.items():
+        if t is None:
+            continue
+        check_tensor(name, t, REAL_DTYPES)
+        if t.dtype != u.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but u has dtype {u.dtype}; they must match")
+        if t.device != u.device:
+            raise ValueError(
+                f"{name} is on {t.device} but u is on {u.device} "
+                f"({name} shape {tuple(t.shape)}, u shape {tuple(u.shape)})"
+            )
+
+    def need(name, t, shape):
+        if t is not None and tuple(t.shape) != tuple(shape):
+            raise ValueError(
+                f"{name} has shape {tuple(t.shape)} but {tuple(shape)} is required (u has shape {tuple(u.shape)})"
+            )
+
+    need("delta", delta, u.shape)
+    need("z", z, u.shape)
+    if A.dim() != 2 or A.shape[0] != dim:
+        raise ValueError(
+            f"A must be (channels, state) = ({dim}, N); got shape {tuple(A.shape)} (u shape {tuple(u.shape)})"
+        )
+    state = A.shape[1]
+    if B.dim() == 3:
+        groups = 1
+        need("B", B, (bsz, state, length))
+    elif B.dim() == 4:
+        groups = B.shape[1]
+        need("B", B, (bsz, groups, state, length))
+        if groups == 0 or dim % groups:
+            raise ValueError(
+                f"B has {groups} groups, which must divide the {dim} channels (B shape {tuple(B.shape)})"
+            )
+    else:
+        raise ValueError(f"B must be (batch, state, length) or (batch, groups, state, length); got {tuple(B.shape)}")
+    if tuple(C.shape) != tuple(B.shape):
+        raise ValueError(f"C has shape {tuple(C.shape)} but B has shape {tuple(B.shape)}; they must match")
+    need("D", D, (dim,))
+    need("delta_bias", delta_bias, (dim,))
+    need("h0", h0, (bsz, dim, state))
+    return bsz, dim, length, state, groups
+
+
+def selective_scan_ref(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, h0=None, return_last_state=False
+):
+    """Reference selective scan (a loop over time on materialised ``(batch, channels, length, state)`` tensors).
+
+    Arguments:
+        u: ``(batch, channels, length)`` input.
+        delta: ``(batch, channels, length)`` step sizes (before ``delta_bias`` and softplus).
+        A: ``(channels, state)`` real state matrix (diagonal per channel).
+        B, C: ``(batch, state, length)`` or grouped ``(batch, groups, state, length)`` (channels split evenly).
+        D: ``(channels,)`` skip weight, or None.
+        z: ``(batch, channels, length)`` gate: the output is multiplied by ``silu(z)``; or None.
+        delta_bias: ``(channels,)`` added to ``delta``; or None.
+        delta_softplus: apply softplus to ``delta (+ delta_bias)``.
+        h0: ``(batch, channels, state)`` initial state; zeros if None.
+        return_last_state: also return the final state.
+
+    Returns:
+        ``y`` ``(batch, channels, length)``, and the final state ``(batch, channels, state)`` if
+        ``return_last_state``.
+    """
+    bsz, dim, length, state, groups = _check(u, delta, A, B, C, D, z, delta_bias, h0)
+    if delta_bias is not None:
+        delta = delta + delta_bias[:, None]
+    if delta_softplus:
+        delta = F.softplus(delta)
+    delta_a = torch.exp(torch.einsum("bdl,dn->bdln", delta, A))
+    if B.dim() == 3:
+        delta_b_u = torch.einsum("bdl,bnl,bdl->bdln", delta, B, u)
+    else:
+        b_full = B.repeat_interleave(dim // groups, dim=1)  # (batch, channels, state, length)
+        delta_b_u = torch.einsum("bdl,bdnl,bdl->bdln", delta, b_full, u)
+    c_full = C if C.dim() == 3 else C.repeat_interleave(dim // groups, dim=1)
+    x = torch.zeros(bsz, dim, state, dtype=u.dtype, device=u.device) if h0 is None else h0
+    ys = []
+    # unbind (not indexing) so that autograd stacks the per-step gradients once instead of scattering each step
+    # into a zero tensor of the full (batch, channels, length, state) shape
+    c_steps = c_full.unbind(-1)
+    for da_t, dbu_t, c_t in zip(delta_a.unbind(2), delta_b_u.unbind(2), c_steps):
+        x = da_t * x + dbu_t
+        if c_full.dim() == 3:
+            ys.append(torch.einsum("bdn,bn->bd", x, c_t))
+        else:
+            ys.append(torch.einsum("bdn,bdn->bd", x, c_t))
+    y = torch.stack(ys, dim=2) if ys else u * 0
+    out = y if D is None else y + u * D[:, None]
+    if z is not None:
+        out = out * F.silu(z)
+    return (out, x) if return_last_state else out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def _bc_transposed(X: torch.Tensor) -> torch.Tensor:
+    """``(batch, [groups,] state, length)`` -> contiguous ``(batch, groups, length, state)``."""
+    if X.dim() == 3:
+        X = X.unsqueeze(1)
+    return X.transpose(2, 3).contiguous()
+
+
+def _n_slices(bsz: int, groups: int, per_group: int) -> int:
+    import numba
+
+    want = math.ceil(4 * numba.get_num_threads() / max(1, bsz * groups))
+    return max(1, min(per_group, want))
+
+
+class _SelectiveScanFn(torch.autograd.Function):
+    """The fused core: ``(u, dt, A, B, C, D, h0) -> (y, last_state)`` with ``y = C . h + D u`` (no gate).
+
+    ``dt`` already includes ``delta_bias`` and softplus, and the ``silu(z)`` gate is applied afterwards; those are
+    ``(batch, channels, length)`` element-wise ops that autograd differentiates on its own.
+    """
+
+    @staticmethod
+    def forward(ctx, u, dt, A, B, C, D, h0, backend):
+        bsz, dim, length = u.shape
+        state = A.shape[1]
+        groups = 1 if B.dim() == 3 else B.shape[1]
+        Dv = torch.zeros(dim, dtype=u.dtype, device=u.device) if D is None else D.detach()
+        h0v = torch.zeros(bsz, dim, state, dtype=u.dtype, device=u.device) if h0 is None else h0.detach()
+        h0v = h0v.contiguous()
+        u_, dt_, A_ = u.detach().contiguous(), dt.detach().contiguous(), A.detach().contiguous()
+        save = any(ctx.needs_input_grad)
+        n_chunks = max(1, math.ceil(length / _chunk(backend)))
+        y = torch.empty_like(u_)
+        last = torch.empty(bsz, dim, state, dtype=u.dtype, device=u.device)
+        ckpt = torch.empty(bsz, dim, n_chunks if save else 1, state, dtype=u.dtype, device=u.device)
+        if backend == "numba":
+            from ._numba import selective_scan as nk
+
+            Bx, Cx = _bc_transposed(B.detach()), _bc_transposed(C.detach())
+            with numba_threads_for(u.numel() * state * 4):
+                nk.selective_scan_forward(
+                    u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(),
+                    y.numpy(), last.numpy(), ckpt.numpy(), save,
+                )  # fmt: skip
+        else:
+            from ._triton import selective_scan as tk
+
+            Bx = (B.detach().unsqueeze(1) if B.dim() == 3 else B.detach()).contiguous()
+            Cx = (C.detach().unsqueeze(1) if C.dim() == 3 else C.detach()).contiguous()
+            tk.forward(u_, dt_, A_, Bx, Cx, Dv, h0v, y, last, ckpt, save)
+        ctx.backend, ctx.groups, ctx.flags = backend, groups, (D is not None, h0 is not None, B.dim())
+        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, ckpt)
+        return y, last
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gy, glast):
+        u, dt, A, Bx, Cx, Dv, h0v, ckpt = ctx.saved_tensors
+        has_d, has_h0, b_dim = ctx.flags
+        bsz, dim, length = u.shape
+        state, groups = A.shape[1], ctx.groups
+        gy = torch.zeros_like(u) if gy is None else gy.contiguous()
+        dh0 = torch.zeros_like(h0v) if glast is None else glast.clone(memory_format=torch.contiguous_format)
+        du, ddt = torch.empty_like(u), torch.empty_like(u)
+        if ctx.backend == "numba":
+            from ._numba import selective_scan as nk
+
+            n_sl = _n_slices(bsz, groups, dim // groups)
+            dA_part = torch.empty(bsz, dim, state, dtype=u.dtype)
+            dD_part = torch.empty(bsz, dim, dtype=u.dtype)
+            dB_part = torch.empty(bsz, groups, n_sl, length, state, dtype=u.dtype)
+            dC_part = torch.empty(bsz, groups, n_sl, length, state, dtype=u.dtype)
+            with numba_threads_for(u.numel() * state * 8):
+                nk.selective_scan_backward(
+                    u.numpy(), dt.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(), ckpt.numpy(),
+                    gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(),
+                    dD_part.numpy(), dh0.numpy(), n_sl,
+                )  # fmt: skip
+            dA = dA_part.sum(0)
+            dD = dD_part.sum(0)
+            dB = dB_part.sum(2).transpose(2, 3)  # (batch, groups, state, length)
+            dC = dC_part.sum(2).transpose(2, 3)
+        else:
+            from ._triton import selective_scan as tk
+
+            dA, dB, dC, dD = tk.backward(u, dt, A, Bx, Cx, Dv, h0v, ckpt, gy, du, ddt, dh0)
+        if b_dim == 3:
+            dB, dC = dB[:, 0], dC[:, 0]
+        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None
+
+
+def _chunk(backend: str) -> int:
+    if backend == "numba":
+        from ._numba.selective_scan import CHUNK
+
+        return CHUNK
+    from ._triton.selective_scan import CHUNK
+
+    return CHUNK
+
+
+def selective_scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+    h0: torch.Tensor | None = None,
+    return_last_state: bool = False,
+    *,
+    backend: str = "auto",
+):
+    """Fused selective scan (Mamba-1), differentiable in every tensor argument.
+
+    ``dt = softplus(delta + delta_bias)`` (softplus and bias optional), ``h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t``
+    per channel (``h`` has ``state`` entries), ``y_t = C_t . h_t + D u_t``, then ``y *= silu(z)`` if ``z`` is given.
+
+    Arguments:
+        u: ``(batch, channels, length)`` input; float32 or float64 (every tensor must share the dtype).
+        delta: ``(batch, channels, length)`` raw step sizes.
+        A: ``(channels, state)`` real diagonal state matrix (negative entries for a decaying state).
+        B, C: ``(batch, state, length)`` or grouped ``(batch, groups, state, length)``, same shape.
+        D: ``(channels,)`` skip weight, or None.
+        z: ``(batch, channels, length)`` gate, or None.
+        delta_bias: ``(channels,)``, or None.
+        delta_softplus: apply softplus to ``delta + delta_bias``.
+        h0: ``(batch, channels, state)`` initial state, or None (zeros).
+        return_last_state: also return the final state.
+        backend: ``"numba"`` (CPU), ``"triton"`` (CUDA; CPU under ``TRITON_INTERPRET=1``), ``"torch"``
+            (:func:`selective_scan_ref` differentiated by autograd) or ``"auto"``.
+
+    Returns:
+        ``y`` ``(batch, channels, length)``, plus the final state ``(batch, channels, state)`` if
+        ``return_last_state``.
+    """
+    _check(u, delta, A, B, C, D, z, delta_bias, h0)
+    backend = resolve_backend(backend, u, delta, A, B, C, D, z, delta_bias, h0)
+    if backend == "torch":
+        return selective_scan_ref(u, delta, A, B, C, D, z, delta_bias, delta_softplus, h0, return_last_state)
+    dt = delta if delta_bias is None else delta + delta_bias[:, None]
+    if delta_softplus:
+        dt = F.softplus(dt)
+    y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, backend)
+    if z is not None:
+        y = y * F.silu(z)
+    return (y, last) if return_last_state else y

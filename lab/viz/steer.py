@@ -1,0 +1,197 @@
+"""HoloViews plots for STEER results (notebook ``06_steer`` and the ``steer`` dashboard)."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE, curve_opts
+
+TRUE, STEER, OTHER = "#222222", "#1f5fa8", "#d1495b"
+MODEL_COLOURS = {"steer": STEER, "steer_mlp": "#66a182", "frozen": "#999999", "free": "#edae49",
+                 "blackbox": OTHER}
+MODEL_LABELS = {"steer": "STEER (library law)", "steer_mlp": "STEER (MLP law)", "frozen": "frozen first session",
+                "free": "free c, carried forward", "blackbox": "black-box GRU"}
+
+
+def _log_range(values) -> tuple[float, float]:
+    """Bounds of a log axis holding every positive value with some margin (bars start at the lower bound)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return (0.1, 10.0)
+    return (float(v.min()) / 3, float(v.max()) * 3)
+
+
+def _components(sub: xr.Dataset, var: str) -> list[int]:
+    return [int(r) for r in sub["component"].values if np.isfinite(sub[var].sel(component=r).values).any()]
+
+
+def _schedule_bars(x: np.ndarray, ubar: np.ndarray, title: str = "") -> hv.Curve:
+    return hv.Curve((x, ubar), "session", "ū").opts(interpolation="steps-post", color="#8d5a97", width=560,
+                                                    height=140, show_grid=True, title=title, ylim=(-0.05, None),
+                                                    yticks=3)
+
+
+def training_coefficients(ds: xr.Dataset, benchmark: str) -> hv.Layout:
+    """True and inferred (aligned) coefficients over the training sessions, with the training schedule below."""
+    sub = ds.sel(benchmark=benchmark)
+    k = sub.session.values
+    items = []
+    for i, r in enumerate(_components(sub, "c_true_train")):
+        colour = PALETTE[i % len(PALETTE)]
+        items.append(hv.Curve((k, sub.c_true_train.sel(component=r).values), "session", "c",
+                              label=f"true c{r}").opts(color=colour, line_width=2))
+        items.append(hv.Scatter((k, sub.c_inferred_train.sel(component=r).values), "session", "c",
+                                label=f"inferred c{r}").opts(color=colour, size=5, marker="x"))
+    top = hv.Overlay(items).opts(title=f"{benchmark}: coefficients of the training sessions", legend_position="right",
+                                 **curve_opts(height=300))
+    return (top + _schedule_bars(k, sub.ubar_train.values, "training schedule")).cols(1)
+
+
+def unseen_predictions(ds: xr.Dataset, benchmark: str, schedule: str,
+                       models=("steer", "steer_mlp", "frozen", "free", "blackbox")) -> hv.Layout:
+    """Coefficients under an unseen schedule: the truth against each model's prediction, schedule below."""
+    sub = ds.sel(benchmark=benchmark, schedule=schedule)
+    k = sub.test_session.values
+    items = []
+    for i, r in enumerate(_components(sub, "c_true_test")):
+        items.append(hv.Curve((k, sub.c_true_test.sel(component=r).values), "session", "c",
+                              label=f"true c{r}").opts(color=TRUE, line_width=3,
+                                                       line_dash=["solid", "dotted"][i % 2]))
+        for m in models:
+            items.append(hv.Curve((k, sub.c_pred.sel(model=m, component=r).values), "session", "c",
+                                  label=f"{MODEL_LABELS[m]} c{r}").opts(color=MODEL_COLOURS[m], line_width=1.5,
+                                                                         line_dash=["solid", "dotted"][i % 2]))
+    top = hv.Overlay(items).opts(title=f"{benchmark}, unseen '{schedule}' schedule", legend_position="right",
+                                 **curve_opts(width=760, height=320))
+    return (top + _schedule_bars(k, sub.ubar_test.values)).cols(1)
+
+
+def rule_comparison(ds: xr.Dataset) -> hv.Bars:
+    """True against inferred library coefficients, per benchmark, component and term."""
+    rows = []
+    for b in ds.benchmark.values:
+        sub = ds.sel(benchmark=b)
+        for r in sub["component"].values:
+            true = sub.xi_true.sel(component=r).values
+            if not np.isfinite(true).all():
+                continue
+            for term, t, e in zip(sub.term.values, true, sub.xi_inferred.sel(component=r).values):
+                rows.append((f"{b} c{r}", str(term), "true", float(t)))
+                rows.append((f"{b} c{r}", str(term), "inferred", float(e)))
+    bars = hv.Bars(rows, ["component", "term", "source"], "coefficient")
+    return bars.opts(multi_level=False, xrotation=90, width=900, height=360, show_grid=True, tools=["hover"],
+                     color="source", cmap={"true": TRUE, "inferred": STEER}, show_legend=True,
+                     title="update equation: true (black) and inferred (blue) library coefficients")
+
+
+def baseline_errors(ds: xr.Dataset) -> hv.Bars:
+    """Connectivity error under unseen schedules, each model over STEER's (log scale: > 1 means worse)."""
+    rows = []
+    for b in ds.benchmark.values:
+        err = ds.conn_error.sel(benchmark=b)
+        for m in ds.model.values:
+            rows.append((str(b), str(m), float(err.sel(model=m) / err.sel(model="steer"))))
+    return hv.Bars(rows, ["benchmark", "model"], "error / STEER's").opts(
+        width=900, height=340, logy=True, ylim=_log_range([r[-1] for r in rows]), xrotation=90, show_grid=True,
+        tools=["hover"], color="model",
+        cmap=MODEL_COLOURS, title="connectivity error on unseen schedules, relative to STEER")
+
+
+def design_paths(ds: xr.Dataset, benchmark: str, target: int = 0) -> hv.Overlay:
+    """True coefficients along the designed, random (median) and best constant protocols, and the target.
+
+    Two coefficients: a phase plane (c1, c2); one: c against sessions.
+    """
+    sub = ds.sel(benchmark=benchmark, target=target)
+    comps = _components(sub, "design_c")
+    colours = {"designed": STEER, "random": "#edae49", "constant": "#999999", "target": OTHER}
+    items = []
+    for q in sub.protocol_or_target.values:
+        path = sub.design_c.sel(protocol_or_target=q)
+        label = {"target": "hidden target schedule"}.get(str(q), str(q))
+        if len(comps) >= 2:
+            x, y = path.sel(component=comps[0]).values, path.sel(component=comps[1]).values
+            items.append(hv.Curve((x, y), f"c{comps[0]}", f"c{comps[1]}", label=label).opts(
+                color=colours[str(q)], line_width=2, line_dash="dashed" if q == "target" else "solid"))
+            items.append(hv.Scatter((x[-1:], y[-1:]), f"c{comps[0]}", f"c{comps[1]}").opts(
+                color=colours[str(q)], size=12 if q == "target" else 8, marker="star" if q == "target" else "circle"))
+        else:
+            s = sub.design_step.values
+            items.append(hv.Curve((s, path.sel(component=comps[0]).values), "session", "c", label=label).opts(
+                color=colours[str(q)], line_width=2, line_dash="dashed" if q == "target" else "solid"))
+    d = sub.design_distance
+    title = (f"{benchmark}: designed protocol (distance {float(d.sel(protocol='designed')):.3g}) vs random "
+             f"{float(d.sel(protocol='random')):.3g}, best constant {float(d.sel(protocol='constant')):.3g}")
+    return hv.Overlay(items).opts(title=title, legend_position="right", **curve_opts(width=760, height=360))
+
+
+def design_distances(ds: xr.Dataset) -> hv.Bars:
+    """Mean distance of the true system to the target after each protocol, per benchmark."""
+    rows = [(str(b), str(p), float(ds.design_distance.sel(benchmark=b, protocol=p).mean()))
+            for b in ds.benchmark.values for p in ds.protocol.values]
+    return hv.Bars(rows, ["benchmark", "protocol"], "distance to target").opts(
+        width=760, height=320, logy=True, ylim=_log_range([r[-1] for r in rows]), show_grid=True, tools=["hover"],
+        color="protocol", cmap={"designed": STEER, "random": "#edae49", "constant": "#999999"}, xrotation=90,
+        title="designed intervention on the true system (lower is better)")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The steer dashboard's views of ``explore`` results.
+# ------------------------------------------------------------------------------------------------------------------
+def explore_coefficients(ex: xr.Dataset) -> hv.Overlay:
+    """c over sessions: true, STEER (inferred during training, predicted after) and frozen; a line at the session."""
+    k = ex.session.values
+    K_train, shown = int(ex.attrs["K_train"]), int(ex.attrs["session_shown"])
+    items = [hv.VSpan(K_train - 0.5, k[-1] + 0.5).opts(color="#f3e9d2", alpha=0.5)]
+    for i, r in enumerate(ex["component"].values):
+        colour = PALETTE[i % len(PALETTE)]
+        items.append(hv.Curve((k, ex.c_true.sel(component=r).values), "session", ex.attrs["c_label"],
+                              label=f"true c{r}").opts(color=colour, line_width=3, alpha=0.6))
+        items.append(hv.Curve((k[:K_train], ex.c_model.sel(component=r).values[:K_train]), "session",
+                              ex.attrs["c_label"], label=f"inferred c{r}").opts(color=colour, line_dash="dotted"))
+        items.append(hv.Curve((k[K_train - 1:], ex.c_model.sel(component=r).values[K_train - 1:]), "session",
+                              ex.attrs["c_label"], label=f"predicted c{r}").opts(color=colour, line_dash="dashed",
+                                                                                  line_width=2))
+        items.append(hv.Curve((k, ex.c_frozen.sel(component=r).values), "session", ex.attrs["c_label"],
+                              label=f"frozen c{r}").opts(color="#999999", line_width=1))
+    items.append(hv.VLine(shown).opts(color="black", line_width=1))
+    return hv.Overlay(items).opts(
+        title=f"{ex.attrs['benchmark']}: plasticity coefficients (shaded: unseen '{ex.attrs['pattern']}' schedule; "
+              f"line: session {shown})", legend_position="right", xlabel="session", ylabel=ex.attrs["c_label"],
+        **curve_opts(width=820, height=320))
+
+
+def explore_schedule(ex: xr.Dataset) -> hv.Curve:
+    """The stimulation summaries of every session (training, then the chosen schedule)."""
+    return _schedule_bars(ex.session.values, ex.ubar.values, "stimulation schedule").opts(width=820)
+
+
+def explore_connectivity(ex: xr.Dataset, which: str = "true") -> hv.Image:
+    """True (``which='true'``) or STEER (``'model'``) connectivity at the chosen session, one colour scale."""
+    W, Wm = ex.W_true.values, ex.W_model.values
+    lim = float(max(np.abs(W).max(), np.abs(Wm).max(), 1e-9))
+    rows, cols = W.shape
+    s = int(ex.attrs["session_shown"])
+    data, name = (W, "true W") if which == "true" else (Wm, "STEER W")
+    return hv.Image(np.flipud(data), bounds=(0, 0, cols, rows)).opts(
+        title=f"{name}, session {s}", cmap="RdBu_r", clim=(-lim, lim), width=380, height=330, colorbar=True,
+        xaxis=None, yaxis=None, tools=["hover"])
+
+
+def explore_activity(ex: xr.Dataset) -> hv.Overlay:
+    """Recorded activity of the chosen session against the reconstruction, a few units."""
+    t = ex.time.values
+    items = []
+    for i, u in enumerate(ex.unit_shown.values):
+        colour = PALETTE[i % len(PALETTE)]
+        items.append(hv.Curve((t, ex.y.sel(unit_shown=u).values), "time", "activity",
+                              label=f"unit {u} recorded").opts(color=colour, line_width=2, alpha=0.5))
+        items.append(hv.Curve((t, ex.y_hat.sel(unit_shown=u).values), "time", "activity",
+                              label=f"unit {u} model").opts(color=colour, line_dash="dashed", line_width=1.5))
+    return hv.Overlay(items).opts(
+        title=f"session {int(ex.attrs['session_shown'])}: recorded (solid) vs reconstructed (dashed), "
+              f"R² = {float(ex.attrs['r2_session']):.3f}", legend_position="right",
+        **curve_opts(width=820, height=300))

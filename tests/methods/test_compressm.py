@@ -1,0 +1,215 @@
+"""CompreSSM: Gramians against solved Stein (discrete Lyapunov) equations, HSVs, the balanced-truncation H∞ bound,
+re-diagonalisation, ill-conditioned Gramians, in-place reduction of LRU layers with their optimiser state, and the
+ci run and its claims."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from lab.config import ConfigError
+from lab.core.models import SequenceClassifier, state_sizes
+from lab.core.ssm import LRU
+from lab.core.train import param_groups
+from lab.methods.compressm import model as M
+from lab.methods.compressm.config import Config
+
+OMEGAS = np.linspace(-np.pi, np.pi, 4001)
+
+
+def _system(n=12, h=3, seed=0, r_max=0.95):
+    rng = np.random.default_rng(seed)
+    lam = rng.uniform(0.2, r_max, n) * np.exp(1j * rng.uniform(-np.pi, np.pi, n))
+    B = (rng.normal(size=(n, h)) + 1j * rng.normal(size=(n, h))) / np.sqrt(2)
+    C = (rng.normal(size=(h, n)) + 1j * rng.normal(size=(h, n))) / np.sqrt(2)
+    return lam, B, C
+
+
+def _hinf(G):
+    """Largest singular value over the frequency grid of G (w, out, in)."""
+    return max(np.linalg.norm(g, 2) for g in G)
+
+
+def test_gramians_solve_the_discrete_lyapunov_equations():
+    lam, B, C = _system()
+    P, Q = M.gramians(lam, B, C)
+    A = np.diag(lam)
+    np.testing.assert_allclose(P, scipy.linalg.solve_discrete_lyapunov(A, B @ B.conj().T), atol=1e-12)
+    np.testing.assert_allclose(Q, scipy.linalg.solve_discrete_lyapunov(A.conj().T, C.conj().T @ C), atol=1e-12)
+    np.testing.assert_allclose(P, A @ P @ A.conj().T + B @ B.conj().T, atol=1e-12)
+
+
+def test_hankel_singular_values_match_the_eigenvalues_of_PQ():
+    lam, B, C = _system(seed=1)
+    A = np.diag(lam)
+    P = scipy.linalg.solve_discrete_lyapunov(A, B @ B.conj().T)
+    Q = scipy.linalg.solve_discrete_lyapunov(A.conj().T, C.conj().T @ C)
+    ref = np.sort(np.sqrt(np.abs(np.linalg.eigvals(P @ Q))))[::-1]
+    np.testing.assert_allclose(M.hankel_singular_values(lam, B, C), ref, rtol=1e-8)
+
+
+def test_balanced_realisation_has_equal_diagonal_gramians():
+    lam, B, C = _system(n=8, seed=2)
+    bal = M.balance(lam, B, C)
+    A_b, B_b, C_b = M.balanced_truncation(lam, B, C, 8, bal)
+    P = scipy.linalg.solve_discrete_lyapunov(A_b, B_b @ B_b.conj().T)
+    Q = scipy.linalg.solve_discrete_lyapunov(A_b.conj().T, C_b.conj().T @ C_b)
+    np.testing.assert_allclose(P, np.diag(bal.hsv), atol=1e-9)
+    np.testing.assert_allclose(Q, np.diag(bal.hsv), atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4])
+@pytest.mark.parametrize("r", [1, 3, 6, 10])
+def test_balanced_truncation_obeys_the_hinf_error_bound(seed, r):
+    """||G - G_r||_∞ <= 2 Σ_{i>r} σ_i on a sampled frequency grid, and the error is at least σ_{r+1} / 2 there."""
+    lam, B, C = _system(seed=seed)
+    bal = M.balance(lam, B, C)
+    A_r, B_r, C_r = M.balanced_truncation(lam, B, C, r, bal)
+    G = M.transfer_function(lam, B, C, OMEGAS)
+    G_r = M.transfer_function(None, B_r, C_r, OMEGAS, A=A_r)
+    err = _hinf(G - G_r)
+    bound = 2 * bal.hsv[r:].sum()
+    assert err <= bound * (1 + 1e-9) + 1e-12
+    assert err >= 0.5 * bal.hsv[r]  # the true H∞ error is >= σ_{r+1}; the grid may miss the exact peak
+    # the layer's real output Re(G u) errs by no more than the complex system does
+    real_err = max(np.linalg.norm(0.5 * (g + gc.conj()), 2) for g, gc in zip(G - G_r, (G - G_r)[::-1]))
+    assert real_err <= bound * (1 + 1e-9) + 1e-12
+
+
+def test_rediagonalisation_keeps_the_transfer_function():
+    lam, B, C = _system(seed=5)
+    A_r, B_r, C_r = M.balanced_truncation(lam, B, C, 5)
+    lam_d, B_d, C_d = M.rediagonalise(A_r, B_r, C_r)
+    np.testing.assert_allclose(M.transfer_function(lam_d, B_d, C_d, OMEGAS),
+                               M.transfer_function(None, B_r, C_r, OMEGAS, A=A_r), atol=1e-9)
+    assert np.all(np.abs(lam_d) < 1)  # balanced truncation of a stable system is stable
+
+
+def test_ill_conditioned_gramians_are_handled():
+    """Clustered poles up to |λ| = 0.999 and one input make the Gramians numerically singular (a Cauchy-like
+    matrix): Cholesky fails and eig(PQ) turns negative, yet the square-root method gives finite HSVs, a stable
+    reduced model and the H∞ error bound."""
+    rng = np.random.default_rng(7)
+    n = 40
+    lam = np.linspace(0.5, 0.999, n) * np.exp(1j * rng.uniform(0, 0.3, n))
+    B = rng.normal(size=(n, 1)) + 1j * rng.normal(size=(n, 1))
+    C = rng.normal(size=(1, n)) + 1j * rng.normal(size=(1, n))
+    P, Q = M.gramians(lam, B, C)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(P)
+    assert np.linalg.eigvals(P @ Q).real.min() < 0  # the naive σ² = eig(PQ) is not even non-negative
+    bal = M.balance(lam, B, C)
+    assert not np.isfinite(bal.cond_P) or bal.cond_P > 1e12
+    assert np.all(np.isfinite(bal.hsv)) and np.all(bal.hsv >= 0) and np.all(np.diff(bal.hsv) <= 0)
+    r = M.rank_for(bal.hsv, 0.01)
+    assert 1 <= r < 10
+    A_r, B_r, C_r = M.balanced_truncation(lam, B, C, r, bal)
+    lam_d, B_d, C_d = M.rediagonalise(A_r, B_r, C_r)
+    assert np.all(np.isfinite(lam_d)) and np.all(np.abs(lam_d) < 1)
+    w = np.concatenate([OMEGAS, np.angle(lam)])  # include the near-resonant frequencies
+    G = M.transfer_function(lam, B, C, w)
+    err = _hinf(G - M.transfer_function(None, B_r, C_r, w, A=A_r))
+    assert err <= 2 * bal.hsv[r:].sum() * (1 + 1e-6)
+    np.testing.assert_allclose(M.transfer_function(lam_d, B_d, C_d, w),
+                               M.transfer_function(None, B_r, C_r, w, A=A_r), atol=1e-6)
+    with pytest.raises(ValueError, match="r="):  # σ at round-off level are never inverted
+        M.balanced_truncation(lam, B, C, n, bal)
+
+
+def test_rank_rule_keeps_one_minus_tau_of_the_hsv_sum():
+    hsv = np.array([5.0, 3.0, 1.0, 0.5, 0.3, 0.2])  # sum 10
+    assert M.rank_for(hsv, 0.0) == 6
+    assert M.rank_for(hsv, 0.1) == 3  # 9 >= 9
+    assert M.rank_for(hsv, 0.11) == 3
+    assert M.rank_for(hsv, 0.2) == 2
+    assert M.rank_for(hsv, 0.5) == 1
+    with pytest.raises(ValueError, match="tau="):
+        M.rank_for(hsv, 1.0)
+
+
+def _lru_model(d_state=24, seed=0):
+    torch.manual_seed(seed)
+    return SequenceClassifier(1, 3, kind="lru", d_model=4, n_layers=2, d_state=d_state)
+
+
+def test_reduce_layer_replaces_the_lru_by_the_reduced_system():
+    layer = _lru_model().ssm_layers()[0].double()
+    lam, B, C = layer.system()
+    bal = M.balance(lam, B, C)
+    r = M.rank_for(bal.hsv, 0.1)
+    info = M.reduce_layer(layer, 0.1)
+    assert info.applied and info.after == r == layer.d_state
+    lam_n, B_n, C_n = layer.system()
+    A_r, B_r, C_r = M.balanced_truncation(lam, B, C, r, bal)
+    np.testing.assert_allclose(M.transfer_function(lam_n, B_n, C_n, OMEGAS),
+                               M.transfer_function(None, B_r, C_r, OMEGAS, A=A_r), atol=1e-8)
+    # LRU parametrisation: γ is sqrt(1 - |λ|²) again
+    np.testing.assert_allclose(torch.exp(layer.gamma_log).detach().numpy(), np.sqrt(1 - np.abs(lam_n) ** 2),
+                               rtol=1e-10)
+    # a tiny τ changes nothing (the 95% gate)
+    n = layer.d_state
+    assert not M.reduce_layer(layer, 1e-9).applied and layer.d_state == n
+
+
+def test_reduction_truncates_the_optimiser_state_and_training_continues():
+    model = _lru_model()
+    opt = torch.optim.AdamW(param_groups(model, 1e-2, 1e-3), lr=1e-2)
+    x, y = torch.randn(16, 12, 1), torch.randint(0, 3, (16,))
+    for _ in range(3):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    layer = model.ssm_layers()[0]
+    info = M.reduce_layer(layer, 0.2, opt)
+    assert info.applied
+    for name in LRU.STATE_AXES:
+        p = getattr(layer, name)
+        st = opt.state[p]
+        assert st["exp_avg"].shape == p.shape and st["exp_avg_sq"].shape == p.shape, name
+        assert torch.all(st["exp_avg_sq"] >= 0)
+    M.random_truncation(model.ssm_layers()[1], 5, np.random.default_rng(0), opt)
+    assert state_sizes(model) == [info.after, 5]
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    assert torch.isfinite(loss)
+    for p in model.parameters():
+        assert torch.isfinite(p).all()
+
+
+def test_config_refuses_bad_values():
+    with pytest.raises(ConfigError, match="claim_tau"):
+        Config(taus=(0.05,), claim_tau=0.02)
+    with pytest.raises(ConfigError, match="taus"):
+        Config(taus=(0.05, 0.02), claim_tau=0.02)
+    with pytest.raises(ConfigError, match="taus"):
+        Config(taus=(0.0, 0.02))
+    with pytest.raises(ConfigError, match="reduction_fraction"):
+        Config(reduction_fraction=0.0)
+
+
+def test_ci_run_has_the_documented_dims_and_the_claims_evaluate(monkeypatch, tmp_path):
+    import lab
+    from lab.methods.compressm import experiment
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    res = lab.run("compressm", "ci", progress=False)
+    ds = res.data
+    cfg = Config.from_profile("ci")
+    assert ds.sizes["seed"] == 1 and ds.sizes["model"] == 4 and ds.sizes["tau"] == len(cfg.taus)
+    assert ds.sizes["layer"] == cfg.n_layers and ds.sizes["sv"] == cfg.d_state and ds.sizes["cut"] == 3
+    assert ds.accuracy.dims == ("seed", "model", "tau")
+    assert ds.size_history.dims == ("seed", "model", "tau", "check", "layer")
+    for name in ds.data_vars:
+        assert "long_name" in ds[name].attrs and "units" in ds[name].attrs, name
+    comp = ds.state_size.sel(model="compressm")
+    np.testing.assert_array_equal(ds.state_size.sel(model="scratch"), comp)
+    assert int(comp.max()) <= cfg.d_state and np.all(ds.state_size.sel(model="full") == cfg.d_state)
+    assert len(res.claims) == len(experiment.CLAIMS)
+    measured = {r.name: r.measured for r in res.claims}
+    for name in ("compressed_size", "accuracy_kept", "beats_scratch", "training_speedup"):
+        assert math.isfinite(measured[name]), name

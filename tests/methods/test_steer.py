@@ -1,0 +1,273 @@
+"""STEER: factor alignment, the sparse rule regression, the fast model's pieces, run() in the ci profile, claims,
+Config validation and the cached fits of the dashboard."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+import lab
+from lab.config import ConfigError
+from lab.datasets import plasticity as P
+from lab.methods.steer import explore as E
+from lab.methods.steer import fit as F
+from lab.methods.steer import model as M
+from lab.methods.steer.config import Config
+from lab.methods.steer.experiment import CLAIMS, rule_error
+
+
+def _orthonormal(rng, n, r):
+    return np.linalg.qr(rng.standard_normal((n, r)))[0]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# alignment and the rule regression
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_align_factors_recovers_a_known_permutation_sign_and_scale(seed):
+    rng = np.random.default_rng(seed)
+    m, n = _orthonormal(rng, 20, 3), _orthonormal(rng, 15, 3)
+    perm = rng.permutation(3)
+    sm, sn = rng.choice([-1.0, 1.0], 3) * rng.uniform(0.5, 2, 3), rng.choice([-1.0, 1.0], 3) * rng.uniform(0.5, 2, 3)
+    m_hat, n_hat = (m * sm)[:, perm], (n * sn)[:, perm]  # learned column perm[j]... is true column j scaled
+    c_true = rng.uniform(0.5, 2.0, (7, 3))
+    c_hat = (c_true / (sm * sn))[:, perm]  # same connectivity: c m nᵀ unchanged
+    W = np.einsum("kr,ir,jr->kij", c_true, m, n)
+    np.testing.assert_allclose(np.einsum("kr,ir,jr->kij", c_hat, m_hat, n_hat), W)
+    got_perm, gain, score = M.align_factors(m_hat, n_hat, m, n)
+    np.testing.assert_allclose(c_hat[:, got_perm] * gain, c_true)
+    np.testing.assert_allclose(score, 1.0)
+
+
+def test_align_factors_handles_extra_learned_components():
+    rng = np.random.default_rng(4)
+    m, n = _orthonormal(rng, 12, 3), _orthonormal(rng, 12, 3)
+    perm, gain, _ = M.align_factors(m[:, [2, 0, 1]], -n[:, [2, 0, 1]], m[:, :2], n[:, :2])
+    assert perm.tolist() == [1, 2]
+    np.testing.assert_allclose(gain, [-1.0, -1.0])
+
+
+def _law_path(xi, c0, ub):
+    c = np.empty((len(ub), len(c0)))
+    x = np.asarray(c0, float)
+    for k, u in enumerate(ub):
+        c[k] = x
+        x = x + np.einsum("rj,rj->r", xi, P.library(x, u))
+    return c
+
+
+@pytest.mark.parametrize("rule", ["linear", "bcm"])
+@pytest.mark.parametrize("horizon", [1, 6])
+def test_sparse_regression_recovers_a_known_rule_from_noiseless_data(rule, horizon):
+    xi = P.LowRankPlasticNetwork.RULES[rule]
+    ub = P.stimulation_schedule("random", 40, period=3, rng=np.random.default_rng(0))
+    c = _law_path(xi, [0.8, 1.2], ub)
+    got = M.fit_library(c, ub, horizon)
+    np.testing.assert_array_equal(got != 0, xi != 0)  # exactly the true support
+    np.testing.assert_allclose(got, xi, atol=1e-8)
+    assert rule_error(got, xi) < 1e-6
+
+
+def test_sparse_regression_works_at_lorenz_scale():
+    bench = P.make_benchmark("lorenz")
+    ub = P.stimulation_schedule("random", 30, period=3, rng=np.random.default_rng(1))
+    rho = np.empty(30)
+    r = 30.0
+    for k, u in enumerate(ub):
+        rho[k], r = r, bench.law(r, u)
+    np.testing.assert_allclose(M.fit_library(rho[:, None], ub), bench.true_rule(), atol=1e-8)
+
+
+def test_rule_error_counts_wrong_and_spurious_terms():
+    true = np.array([[0.1, -0.2, 0.5, 0.0, 0.0]])
+    assert rule_error(true, true) == 0.0
+    assert math.isclose(rule_error(np.array([[0.1, -0.2, 0.6, 0.0, 0.0]]), true), 0.2)
+    assert math.isclose(rule_error(np.array([[0.1, -0.2, 0.5, 0.0, 0.05]]), true), 0.5)  # 0.05 / min |true| 0.1
+
+
+def test_torch_library_law_matches_numpy():
+    xi = P.LowRankPlasticNetwork.RULES["linear"]
+    c, u = np.array([[0.7, 1.3], [1.5, 0.4]]), np.array([0.0, 0.75])
+    law = M.LibraryLaw(2, xi)
+    with torch.no_grad():
+        got = law(torch.tensor(c, dtype=torch.float32), torch.tensor(u, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(got, c + np.einsum("rj,krj->kr", xi, P.library(c, u)), rtol=1e-6)
+    np.testing.assert_allclose(M.library(torch.tensor(c), torch.tensor(u)).numpy(), P.library(c, u))
+    assert M.equation_text(xi)[0] == "Δc1 = 0.12 - 0.2 c1 + 0.5 ū - 0.15 c1·ū"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the fast model
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def noiseless():
+    bench = P.make_benchmark("lowrank_linear", N=10, T=150, sigma_process=0.0, sigma_obs=0.0, n_probe=6)
+    rng = np.random.default_rng(0)
+    ub = P.stimulation_schedule("random", 12, period=3, rng=rng)
+    s = bench.simulate(bench.initial_state(), ub, rng)
+    return bench, s, F.prepare(s, "tanh", bench.dt)
+
+
+def _true_model(bench, K):
+    model = M.SteerModel(bench.N, bench.P, 2, 1 + bench.n_probe, K, feature="tanh", dt=bench.dt, shared=False)
+    with torch.no_grad():
+        model.m.copy_(torch.tensor(bench.m))
+        model.n.copy_(torch.tensor(bench.n))
+        model.B.copy_(torch.tensor(bench.B))
+    return model
+
+
+def test_coefficients_of_new_sessions_are_exact_least_squares(noiseless):
+    bench, s, p = noiseless
+    c = _true_model(bench, s.K).fit_coefficients(p.z, p.phi, p.u).numpy()
+    np.testing.assert_allclose(c, s.c, atol=1e-4)
+
+
+def test_window_predictions_with_the_true_model_reproduce_noiseless_recordings(noiseless):
+    bench, s, _ = noiseless
+    pred = M.simulate_windows(s.W, bench.B, np.zeros(bench.N), s.y, s.u, bench.dt, "tanh", 10)
+    np.testing.assert_allclose(pred, s.y, atol=1e-10)
+    assert M.r2(pred, s.y) == pytest.approx(1.0)
+
+
+def test_joint_fit_recovers_factors_and_coefficients_on_noiseless_data(noiseless):
+    bench, s, p = noiseless
+    model, law = F.train_steer(p, R=2, feature="tanh", dt=bench.dt, shared=False, iterations=60, lambda_cons=0.0,
+                               lambda_smooth=0.0, lambda_orth=1.0, rule_horizon=1, als_iterations=10)
+    m, n = model.m.detach().double().numpy(), model.n.detach().double().numpy()
+    np.testing.assert_allclose(np.linalg.norm(m, axis=0), 1.0, atol=1e-5)
+    perm, gain, score = M.align_factors(m, n, bench.m, bench.n)
+    assert score.min() > 0.999
+    c = model.c.detach().double().numpy()[:, perm] * gain
+    np.testing.assert_allclose(c, s.c, atol=0.02)
+    assert law.xi.shape == (2, len(P.LIBRARY_TERMS))
+
+
+def test_design_with_the_true_law_reaches_a_reachable_target():
+    xi = P.LowRankPlasticNetwork.RULES["linear"]
+    law = M.LibraryLaw(2, xi)
+    hidden = np.array([1.0, 0.0, 0.0, 1.0, 0.5, 0.0])
+    start = np.array([1.0, 1.0])
+    target = _law_path(xi, start, np.r_[hidden, 0.0])[-1]
+    designed = F.design_schedule(law, start, target, 6, 1.0, rng=np.random.default_rng(0))
+    reached = _law_path(xi, start, np.r_[designed, 0.0])[-1]
+    assert designed.shape == (6,) and designed.min() >= 0 and designed.max() <= 1
+    assert np.linalg.norm(reached - target) < 0.01
+    constant = min(np.linalg.norm(_law_path(xi, start, np.r_[np.full(6, v), 0.0])[-1] - target)
+                   for v in (0, 0.25, 0.5, 0.75, 1))
+    assert constant > 5 * np.linalg.norm(reached - target)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# run() in the ci profile, the claims, Config
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ci_run():
+    return lab.run("steer", profile="ci", progress=False)
+
+
+def test_run_ci_gives_the_documented_dataset(ci_run, tmp_path):
+    ds = ci_run.data
+    cfg = ci_run.config
+    assert list(ds.benchmark.values) == list(cfg.benchmarks)
+    assert ds.sizes["session"] == cfg.K_train and ds.sizes["test_session"] == cfg.K_test
+    assert ds.sizes["schedule"] == len(cfg.test_patterns) and ds.sizes["target"] == cfg.n_targets
+    assert list(ds.model.values) == ["steer", "steer_mlp", "frozen", "free", "blackbox"]
+    assert list(ds.term.values) == list(P.LIBRARY_TERMS)
+    assert ds.c_pred.dims == ("benchmark", "model", "schedule", "test_session", "component")
+    assert ds.design_distance.dims == ("benchmark", "target", "protocol")
+    for name, var in ds.data_vars.items():
+        assert "long_name" in var.attrs and "units" in var.attrs, name
+    assert np.isfinite(ds.conn_error).all() and np.isfinite(ds.r2_heldout).all()
+    assert np.isfinite(ds.design_distance).all()
+    lorenz = ds.sel(benchmark="lorenz")  # one coefficient, padded with NaN
+    assert np.isfinite(lorenz.c_true_train.sel(component=1)).all()
+    assert np.isnan(lorenz.c_true_train.sel(component=2)).all()
+    assert "Δrho" in ds.attrs["equation_true_lorenz"]
+    path = lab.save(ds, tmp_path / "steer.nc")
+    again = lab.check(path)
+    assert [r.measured for r in again] == pytest.approx([r.measured for r in ci_run.claims], nan_ok=True)
+
+
+def test_claims_evaluate_on_the_ci_run(ci_run):
+    results = list(ci_run.claims)
+    assert [r.name for r in results] == [c.name for c in CLAIMS]
+    for r in results:
+        assert math.isfinite(r.measured), (r.name, r.detail)
+        assert r.detail and r.threshold_source
+
+
+def test_claims_can_fail(ci_run):
+    ds = ci_run.data.copy(deep=True)
+    ds["conn_error"].loc[{"model": "steer"}] = 1e6
+    ds["design_distance"].loc[{"protocol": "designed"}] = 1e6
+    ds["r2_heldout"][:] = 0.5
+    ds["xi_inferred"][:] = ds["xi_true"].values * 2
+    ds["rollout_r"][:] = 0.0
+    assert not any(r.passed for r in lab.check(ds, "steer"))
+
+
+def test_claims_without_benchmarks_in_scope_fail_with_a_reason(ci_run):
+    ds = ci_run.data.sel(benchmark=["bcm_network"])
+    by_name = {r.name: r for r in lab.check(ds, "steer")}
+    assert not by_name["rule_recovered"].passed and "no benchmark" in by_name["rule_recovered"].detail
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("benchmarks", ("lowrank_linear", "cubic")),
+        ("benchmarks", ("lorenz", "lorenz")),
+        ("N", 3),
+        ("rank", 0),
+        ("T", 5),
+        ("u_max", 0.0),
+        ("test_patterns", ("random",)),
+        ("lambda_cons", -1.0),
+        ("horizon", 0),
+        ("rule_horizon", 1000),
+        ("sigma_process", float("nan")),
+    ],
+)
+def test_config_validation_names_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"{field}="):
+        Config.from_profile("quick", **{field: value})
+
+
+def test_profiles_are_valid_and_ci_is_small():
+    for profile in ("ci", "quick", "full"):
+        Config.from_profile(profile)
+    ci = Config.from_profile("ci")
+    assert ci.T * ci.K_train < Config().T * Config().K_train / 20
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# cached fits (the dashboard)
+# --------------------------------------------------------------------------------------------------------------------
+def test_explore_saves_the_fit_atomically_and_reloads_it(tmp_path):
+    E._fitted_cached.cache_clear()
+    ex = E.explore("lowrank_linear", pattern="ramp", profile="ci", session=2, root=tmp_path)
+    saved = list((tmp_path / "steer").glob("*.pt"))
+    assert len(saved) == 1 and not list((tmp_path / "steer").glob(".*tmp"))
+    torch.load(saved[0], weights_only=True)  # plain tensors and containers only
+    E._fitted_cached.cache_clear()
+    again = E.explore("lowrank_linear", pattern="ramp", profile="ci", session=2, root=tmp_path)
+    xr.testing.assert_allclose(ex, again)
+    assert ex.attrs["session_shown"] == 2 and ex.W_true.shape == ex.W_model.shape
+    assert ex.sizes["session"] == Config.from_profile("ci").K_train + Config.from_profile("ci").K_test
+    saved[0].write_bytes(b"not a torch file")  # a corrupt file is refitted, not trusted
+    E._fitted_cached.cache_clear()
+    xr.testing.assert_allclose(E.explore("lowrank_linear", pattern="ramp", profile="ci", session=2, root=tmp_path),
+                               ex)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"benchmark": "nope"}, "benchmark"), ({"pattern": "zigzag"}, "pattern"), ({"session": 10_000}, "session")],
+)
+def test_explore_bad_input_names_the_field(kwargs, field, tmp_path):
+    kwargs = {"benchmark": "lowrank_linear", "profile": "ci", "root": tmp_path} | kwargs
+    with pytest.raises(ValueError, match=f"{field}="):
+        E.explore(**kwargs)

@@ -1,0 +1,236 @@
+"""HoloViews plots for RecurrSim results (notebook ``05_recurrsim`` and the ``recurrsim`` dashboard).
+
+Run-level plots take the Dataset of :func:`lab.methods.recurrsim.experiment.run` and an equation; the dashboard's
+plots take the small Datasets of :func:`~lab.methods.recurrsim.experiment.simulate` (one rollout) and
+:func:`~lab.methods.recurrsim.experiment.depth_sweep` (one initial condition at every K).
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE, curve_opts
+
+MODEL_STYLE = {
+    "recurrsim": dict(color=PALETTE[0], label="RecurrSim (RecurrFNO)"),
+    "fixed_k": dict(color=PALETTE[1], label="trained at one K"),
+    "deq": dict(color=PALETTE[2], label="FNO-DEQ"),
+    "fno": dict(color=PALETTE[3], label="FNO, same params"),
+    "fno_2x": dict(color=PALETTE[5], label="FNO, 2x params"),
+}
+RECURRENT = ("recurrsim", "fixed_k", "deq")
+TRUTH, PRED = "#222222", PALETTE[0]
+
+
+def _models(ds: xr.Dataset, names=None):
+    return [m for m in (names or MODEL_STYLE) if m in ds.model.values]
+
+
+def _by_K(ds: xr.Dataset, var: str, equation: str, ylabel: str, title: str, logy: bool = True,
+          extra=()) -> hv.Overlay:
+    d = ds[var].sel(equation=equation)
+    K = d.K.values
+    items = []
+    for m in _models(ds):
+        style = MODEL_STYLE[m]
+        y = d.sel(model=m).values
+        if m in RECURRENT:
+            items.append(hv.Curve((K, y), "K", ylabel, label=style["label"]).opts(color=style["color"], line_width=2))
+            items.append(hv.Scatter((K, y), "K", ylabel).opts(color=style["color"], size=6))
+        else:
+            items.append(hv.Curve((K, y), "K", ylabel, label=style["label"]).opts(color=style["color"],
+                                                                                 line_dash="dashed"))
+    return hv.Overlay(items + list(extra)).opts(title=title, logx=True, logy=logy, legend_position="right",
+                                  **curve_opts(width=640))
+
+
+def error_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
+    """Rollout nRMSE against test-time depth K; fixed-depth FNOs as dashed lines."""
+    kf = ds.attrs.get("fixed_depth")
+    title = f"{equation}: rollout nRMSE over {int(ds.step.size) - 1} frames against K"
+    extra = [] if kf is None else [hv.VLine(float(kf)).opts(color="gray", line_dash="dotted")]
+    return _by_K(ds, "nrmse", equation, "nRMSE", title, extra=extra)
+
+
+def horizon_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
+    """Correlation horizon tau (averaged over alpha) against K, in frames (H = never decorrelated)."""
+    return _by_K(ds, "tau_mean", equation, "tau (frames)",
+                 f"{equation}: correlation horizon (mean over alpha = "
+                 f"{float(ds.alpha.min()):.2f}..{float(ds.alpha.max()):.2f})", logy=False)
+
+
+def cost_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
+    """RecurrSim's time per step against K with the least-squares line a + b K."""
+    t = ds.time_per_step.sel(equation=equation, model="recurrsim")
+    K, y = t.K.values.astype(float), t.values * 1e3
+    slope, icpt = np.polyfit(K, y, 1)
+    ks = np.linspace(0, K.max(), 50)
+    pts = hv.Scatter((K, y), "K", "ms per step", label="measured").opts(color=PRED, size=8)
+    fit = hv.Curve((ks, icpt + slope * ks), "K", "ms per step", label=f"{icpt:.2g} + {slope:.2g} K ms").opts(
+        color="gray", line_dash="dashed")
+    return (fit * pts).opts(title=f"{equation}: inference cost per step (batch {ds.traj.size})",
+                            legend_position="top_left", **curve_opts())
+
+
+def error_vs_cost(ds: xr.Dataset, equation: str) -> hv.Overlay:
+    """The accuracy-cost trade-off: nRMSE against time per step, each point one K (fixed-depth FNOs: one point)."""
+    d = ds.sel(equation=equation)
+    items = []
+    for m in _models(ds):
+        style = MODEL_STYLE[m]
+        err, cost = d.nrmse.sel(model=m).values, d.time_per_step.sel(model=m).values * 1e3
+        if m in RECURRENT:
+            items.append(hv.Curve((cost, err), "ms per step", "nRMSE", label=style["label"]).opts(
+                color=style["color"]))
+            items.append(hv.Scatter((cost, err), "ms per step", "nRMSE").opts(color=style["color"], size=6))
+        else:
+            items.append(hv.Scatter((cost[:1], err[:1]), "ms per step", "nRMSE", label=style["label"]).opts(
+                color=style["color"], size=11, marker="diamond"))
+    return hv.Overlay(items).opts(title=f"{equation}: accuracy against cost", logx=True, logy=True,
+                                  legend_position="right", **curve_opts(width=640))
+
+
+def error_over_time(ds: xr.Dataset, equation: str, K: int) -> hv.Overlay:
+    """nRMSE per rollout frame at one K, every model."""
+    d = ds.nrmse_step.sel(equation=equation, K=K)
+    items = [hv.Curve((d.step.values, d.sel(model=m).values), "frame", "nRMSE", label=MODEL_STYLE[m]["label"]).opts(
+        color=MODEL_STYLE[m]["color"], line_dash="solid" if m in RECURRENT else "dashed") for m in _models(ds)]
+    return hv.Overlay(items).opts(title=f"{equation}: error over the rollout at K = {K}", legend_position="right",
+                                  **curve_opts(width=640))
+
+
+def training_curves(ds: xr.Dataset, equation: str) -> hv.Overlay:
+    """One-step training loss of each model (running mean over 20 steps)."""
+    d = ds.train_loss.sel(equation=equation)
+    items = []
+    for m in _models(ds):
+        y = d.sel(model=m).values
+        w = min(20, len(y))
+        smooth = np.convolve(y, np.ones(w) / w, mode="valid")
+        items.append(hv.Curve((np.arange(len(smooth)) + w - 1, smooth), "Adam step", "loss",
+                              label=MODEL_STYLE[m]["label"]).opts(color=MODEL_STYLE[m]["color"]))
+    return hv.Overlay(items).opts(title=f"{equation}: training loss", logy=True, legend_position="right",
+                                  **curve_opts(width=640))
+
+
+def _spacetime(values: np.ndarray, L: float, dt: float, title: str, clim, cmap: str = "RdBu_r") -> hv.Image:
+    """A 1-D rollout (frames, x) as an image with x across and time up (an hv.Image array's row 0 is its top)."""
+    T, N = values.shape
+    img = hv.Image(np.flipud(values), bounds=(0, -0.5 * dt, L, (T - 0.5) * dt), kdims=["x", "t"], vdims=["u"])
+    return img.opts(cmap=cmap, clim=clim, colorbar=True, title=title, width=330, height=300, tools=["hover"])
+
+
+def example_spacetime(ds: xr.Dataset, equation: str, Ks=None) -> hv.Layout:
+    """Ground truth and RecurrSim rollouts of test trajectory 0 as space-time images (1-D equations)."""
+    truth = ds.example_truth.sel(equation=equation).values
+    if not np.isfinite(truth).any():
+        raise ValueError(f"{equation} has no 1-D example")
+    L, dt = float(ds.domain_extent.sel(equation=equation)), float(ds.dt.sel(equation=equation))
+    Ks = list(ds.K.values) if Ks is None else Ks
+    lim = float(np.nanmax(np.abs(truth)))
+    panels = [_spacetime(truth, L, dt, "ground truth", (-lim, lim))]
+    for K in Ks:
+        pred = ds.example_pred.sel(equation=equation, K=K).values
+        panels.append(_spacetime(pred, L, dt, f"RecurrSim, K = {int(K)}", (-lim, lim)))
+    return hv.Layout(panels).cols(4)
+
+
+def example_vorticity(ds: xr.Dataset, Ks=None) -> hv.Layout:
+    """Navier-Stokes vorticity of test trajectory 0 at a few frames: truth and RecurrSim at each K (rows)."""
+    truth = ds.example_vorticity_truth
+    Ks = list(ds.K.values) if Ks is None else Ks
+    lim = float(np.abs(truth).max())
+    panels = []
+    rows = [("truth", truth)] + [(f"K = {int(K)}", ds.example_vorticity_pred.sel(K=K)) for K in Ks]
+    for name, field in rows:
+        for f in ds.frame.values:
+            panels.append(_field(field.sel(frame=f).values, f"{name}, frame {int(f)}", lim, size=200))
+    return hv.Layout(panels).cols(int(ds.frame.size))
+
+
+def _field(values: np.ndarray, title: str, lim: float, size: int = 300) -> hv.Image:
+    return hv.Image(np.flipud(values), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["vorticity"]).opts(
+        cmap="RdBu_r", clim=(-lim, lim), title=title, width=size, height=size, xaxis=None, yaxis=None,
+        colorbar=False, tools=["hover"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The dashboard's views of one rollout (``simulate``) and one depth sweep (``depth_sweep``).
+# --------------------------------------------------------------------------------------------------------------------
+def rollout_spacetime(sim: xr.Dataset) -> hv.Layout:
+    """Ground truth, prediction and their difference as space-time images (1-D)."""
+    truth, pred = sim.truth.values, sim.pred.values
+    lim = float(np.abs(truth).max())
+    L, dt = sim.attrs["L"], sim.attrs["dt"]
+    err = pred - truth
+    elim = max(float(np.abs(err).max()), 1e-12)
+    return (_spacetime(truth, L, dt, "ground truth (solver)", (-lim, lim))
+            + _spacetime(pred, L, dt, f"prediction, K = {sim.attrs['K']}", (-lim, lim))
+            + _spacetime(err, L, dt, "prediction - truth", (-elim, elim), cmap="PuOr_r"))
+
+
+def rollout_frame(sim: xr.Dataset, step: int, ylim=None) -> hv.Overlay | hv.Layout:
+    """One frame of the rollout: truth and prediction as lines (1-D) or side-by-side vorticity fields (2-D)."""
+    step = int(min(max(step, 0), sim.step.size - 1))
+    t = step * sim.attrs["dt"]
+    if sim.truth.ndim == 2:
+        N = sim.sizes["x"]
+        x = np.arange(N) * sim.attrs["L"] / N
+        lim = float(np.abs(sim.truth).max()) * 1.1
+        truth = hv.Curve((x, sim.truth.values[step]), "x", "u", label="ground truth").opts(color=TRUTH, line_width=2)
+        pred = hv.Curve((x, sim.pred.values[step]), "x", "u", label=f"prediction, K = {sim.attrs['K']}").opts(
+            color=PRED, line_width=2, line_dash="dashed")
+        return (truth * pred).opts(title=f"frame {step}, t = {t:.3g}", legend_position="top_right",
+                                   **curve_opts(width=700, height=320, ylim=ylim or (-lim, lim)))
+    lim = float(np.abs(sim.truth).max())
+    return (_field(sim.truth.values[step], f"ground truth, frame {step}, t = {t:.3g}", lim)
+            + _field(sim.pred.values[step], f"prediction, K = {sim.attrs['K']}, frame {step}", lim))
+
+
+def rollout_error(sim: xr.Dataset, step: int | None = None, marker=None):
+    """nRMSE and 1 - correlation of the rollout against the frame; the current frame marked by a line at ``step``
+    or by ``marker`` (e.g. a DynamicMap of a VLine that follows an animation)."""
+    s = sim.step.values
+    err = hv.Curve((s, sim.nrmse_step.values), "frame", "error", label="nRMSE").opts(color=PRED, line_width=2)
+    dec = hv.Curve((s, 1.0 - sim.correlation.values), "frame", "error", label="1 - correlation").opts(
+        color=PALETTE[1], line_dash="dashed")
+    plot = err * dec
+    if step is not None:
+        plot = plot * hv.VLine(float(step)).opts(color="gray", line_dash="dotted")
+    if marker is not None:
+        plot = plot * marker
+    return plot.opts(title=f"error over time, K = {sim.attrs['K']} (nRMSE {sim.attrs['nrmse']:.3g})",
+                     legend_position="top_left", **curve_opts(width=480, height=300))
+
+
+def sweep_error_cost(sweep: xr.Dataset, K: int | None = None, current=None) -> hv.Layout:
+    """Rollout nRMSE and time per step against K for one initial condition, the current K marked."""
+    K_vals = sweep.K.values
+    err = hv.Curve((K_vals, sweep.nrmse.values), "K", "rollout nRMSE").opts(color=PRED, line_width=2) * hv.Scatter(
+        (K_vals, sweep.nrmse.values), "K", "rollout nRMSE").opts(color=PRED, size=7)
+    cost = hv.Curve((K_vals, sweep.time_per_step.values * 1e3), "K", "ms per step").opts(
+        color=PALETTE[2], line_width=2) * hv.Scatter((K_vals, sweep.time_per_step.values * 1e3), "K",
+                                                     "ms per step").opts(color=PALETTE[2], size=7)
+    if K is not None:
+        err = err * hv.VLine(float(K)).opts(color="gray", line_dash="dotted")
+        cost = cost * hv.VLine(float(K)).opts(color="gray", line_dash="dotted")
+    if current is not None:
+        err = err * hv.Scatter(([K], [current]), "K", "rollout nRMSE").opts(color=PALETTE[1], size=12,
+                                                                            marker="diamond")
+    return (err.opts(title="error against K", logx=True, logy=True, **curve_opts(width=420, height=300))
+            + cost.opts(title="cost against K", logx=True, **curve_opts(width=420, height=300)))
+
+
+def rollout_final_fields(sim: xr.Dataset) -> hv.Layout:
+    """Ground truth, prediction and their difference at the last frame (2-D)."""
+    last = int(sim.step.size) - 1
+    truth, pred = sim.truth.values[last], sim.pred.values[last]
+    lim = float(np.abs(sim.truth).max())
+    elim = max(float(np.abs(pred - truth).max()), 1e-12)
+    diff = hv.Image(np.flipud(pred - truth), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["difference"]).opts(
+        cmap="PuOr_r", clim=(-elim, elim), title="prediction - truth", width=300, height=300, xaxis=None,
+        yaxis=None, tools=["hover"])
+    return (_field(truth, f"ground truth, frame {last}", lim)
+            + _field(pred, f"prediction, K = {sim.attrs['K']}, frame {last}", lim) + diff)

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PROFILE ?= quick
-JOBS ?= 1
+JOBS ?= 2
 # torch first, pinned to the CPU build these machines keep on disk (an unpinned torch pulls a multi-GB CUDA build)
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed

@@ -107,7 +107,7 @@ def build_report(
 ) -> ReportSummary:
     """Execute the notebooks of ``slugs`` (all by default) and write ``out/<profile>/index.html``."""
     methods = [registry.get(s) for s in slugs] if slugs else registry.methods()
-    out_dir = Path(out) / profile
+    out_dir = (Path(out) / profile).resolve()  # notebooks run in notebooks/: hand them absolute paths
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[str, NotebookRun] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -1,6 +1,8 @@
 """`lab report --profile ci`: every registered notebook executes through Papermill, one process each, and the
 index shows each method's claims table and links its notebook's HTML."""
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -46,3 +48,13 @@ def test_failed_notebook_is_reported_and_others_still_run(tmp_path, monkeypatch)
     monkeypatch.setattr(report, "_execute", _dying_execute)
     summary = report.build_report(["dam"], profile="ci", jobs=1, out=tmp_path)
     assert not summary.all_executed and "kernel died" in (tmp_path / "ci" / "index.html").read_text()
+
+
+def test_relative_out_folder_is_resolved(tmp_path, monkeypatch):
+    """Notebooks run with notebooks/ as their working directory: a relative --out must still collect results."""
+    from lab import report
+
+    monkeypatch.chdir(tmp_path)
+    summary = report.build_report(["dam"], profile="ci", jobs=1, out=Path("reports"))
+    assert summary.all_executed, summary.to_text()
+    assert (tmp_path / "reports" / "ci" / "dam.nc").exists()

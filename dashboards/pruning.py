@@ -15,7 +15,7 @@ import numpy as np
 import panel as pn
 import param
 
-from dashboards._layout import dashboard_layout
+from dashboards._layout import BackgroundJob, dashboard_layout
 from lab.core.train import torch_threads
 from lab.methods.aire_prune import experiment
 from lab.methods.aire_prune import model as P
@@ -87,65 +87,34 @@ class PruningDashboard(pn.viewable.Viewer):
     def __init__(self, **params):
         params.setdefault("profile", _default_profile())
         super().__init__(**params)
-        self._progress = pn.indicators.Progress(value=0, max=100, width=300, visible=False)
-        self._status = pn.pane.Markdown("")
-        self._training = {"done": 0, "total": 1}
-        self._thread: threading.Thread | None = None
-        self._poller = None
-        self._error = ""
+        self._job = BackgroundJob()
         self._prepare()
 
     def ready(self) -> bool:
-        return (self.profile, self.kind) in _READY and self._thread is None
+        return (self.profile, self.kind) in _READY and not self._job.running
 
     @param.depends("kind", "profile", watch=True)
     def _prepare(self):
         cfg = _config(self.profile)
         self.param.layer.bounds = (0, cfg.n_layers - 1)
         self.layer = min(self.layer, cfg.n_layers - 1)
-        if self._thread is not None:
-            return  # one preparation at a time; the poller picks up the new choice when it ends
+        if self._job.running:
+            return  # one preparation at a time; it calls _prepare again when it ends
         if (self.profile, self.kind) in _READY:
-            self._progress.visible = False
-            self._status.object = ""
+            self._job.clear()
             self.version += 1
             return
-        self._progress.visible, self._progress.value = True, 0
-        self._status.object = (f"**Preparing the {self.kind.upper()} model** (first use: training if it is not "
-                               "cached, then the accuracy sweep)...")
         profile, kind = self.profile, self.kind
-
-        def callback(step, total):
-            self._training.update(done=step, total=total)
-
-        def work():
-            try:
-                prepare(profile, kind, callback)
-            except Exception as exc:  # noqa: BLE001 - shown in the page
-                self._error = f"preparation failed: {type(exc).__name__}: {exc}"
-
-        self._thread = threading.Thread(target=work, name=f"pruning-{profile}-{kind}", daemon=True)
-        self._thread.start()
-        if self._poller is None:
-            self._poller = pn.state.add_periodic_callback(self._poll, period=250)
-
-    def _poll(self):
-        info = self._training
-        self._progress.max = max(1, int(info["total"]))
-        self._progress.value = min(int(info["done"]), self._progress.max)
-        if info["done"]:
-            self._status.object = (f"**Training** step {int(info['done'])} / {int(info['total'])} (first use; "
-                                   "cached afterwards), then the accuracy sweep...")
-        if self._thread is not None and not self._thread.is_alive():
-            self._thread = None
-            if self._poller is not None:
-                self._poller.stop()
-                self._poller = None
-            if self._error:
-                self._status.object = f"**{self._error}**"
-                self._progress.visible = False
-                return
-            self._prepare()
+        self._job.start(
+            lambda report: prepare(profile, kind, lambda step, total: report(step, total=total)),
+            total=1,
+            message=(f"**Preparing the {kind.upper()} model** (first use: training if it is not cached, then the "
+                     "accuracy sweep)..."),
+            describe=lambda info: (f"**Training** step {int(info['done'])} / {int(info['total'])} (first use; "
+                                   "cached afterwards), then the accuracy sweep..."),
+            on_done=self._prepare,
+            name=f"pruning-{profile}-{kind}",
+        )
 
     # -- views ----------------------------------------------------------------------------------------------------
     def _current(self):
@@ -217,7 +186,7 @@ class PruningDashboard(pn.viewable.Viewer):
             "E = ||C_i||² ||B̄_i||² / (1 − |λ_i|²) over an infinite horizon. Normalised per layer by tail sums, "
             "the global top-K decides which states stay; nothing is retrained.\n\nPaper: arXiv:2602.00534."
         )
-        main = [self._status, self._progress, self.summary, pn.Row(self.curves, self.kept), self.impulse]
+        main = [self._job.status, self._job.progress, self.summary, pn.Row(self.curves, self.kept), self.impulse]
         return dashboard_layout("Pruning: AIRE-Prune on a trained SSM", sidebar=[intro, widgets], main=main)
 
 

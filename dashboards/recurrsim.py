@@ -8,14 +8,13 @@ thread on first use, with a progress bar. Settings follow the method's ``quick``
 from __future__ import annotations
 
 import os
-import threading
 
 import holoviews as hv
 import numpy as np
 import panel as pn
 import param
 
-from dashboards._layout import dashboard_layout
+from dashboards._layout import BackgroundJob, dashboard_layout
 from lab.methods.recurrsim import experiment, training
 from lab.methods.recurrsim.config import MODELS, Config
 from lab.viz import recurrsim as viz
@@ -71,13 +70,8 @@ class RecurrSimDashboard(pn.viewable.Viewer):
     def __init__(self, **params):
         params.setdefault("profile", _default_profile())
         super().__init__(**params)
-        self._progress = pn.indicators.Progress(value=0, max=100, width=300, visible=False)
-        self._status = pn.pane.Markdown("")
-        self._training: dict[str, float] = {}
-        self._thread: threading.Thread | None = None
+        self._job = BackgroundJob()
         self._loaded = False  # set once _prepare ran: the first views are placeholders
-        self._poller = None
-        self._error = ""
         self._player = pn.widgets.Player.from_param(self.param.frame, interval=150, loop_policy="loop",
                                                     show_loop_controls=False, width=380, name="rollout frame",
                                                     css_classes=["recurrsim-player"])
@@ -91,7 +85,7 @@ class RecurrSimDashboard(pn.viewable.Viewer):
         return _config(self.profile)
 
     def ready(self) -> bool:
-        return self._loaded and self._thread is None and _ready(self.profile, self.equation, self.model)
+        return self._loaded and not self._job.running and _ready(self.profile, self.equation, self.model)
 
     @param.depends("equation", "model", "profile", watch=True)
     def _prepare(self):
@@ -100,55 +94,33 @@ class RecurrSimDashboard(pn.viewable.Viewer):
         self.param.frame.bounds = (0, cfg.rollout_steps)
         self._player.end = cfg.rollout_steps
         self.ic, self.frame = min(self.ic, cfg.n_test - 1), min(self.frame, cfg.rollout_steps)
-        if self._thread is not None:
-            return  # one training at a time; the poller picks up the new choice when it ends
+        if self._job.running:
+            return  # one training at a time; it calls _prepare again when it ends
         if _ready(self.profile, self.equation, self.model):
             experiment.trained_model(cfg, self.equation, self.model, progress=False)
             experiment.test_trajectories(cfg, self.equation)
-            self._progress.visible = False
-            self._status.object = ""
+            self._job.clear()
             self._loaded = True
             self.version += 1
             return
         self._start_training(cfg, self.equation, self.model)
 
     def _start_training(self, cfg: Config, equation: str, model: str) -> None:
-        self._training = {"done": 0.0, "total": float(cfg.iterations), "loss": float("nan")}
-        self._progress.max, self._progress.value, self._progress.visible = cfg.iterations, 0, True
-        self._status.object = (f"**Training {viz.MODEL_STYLE[model]['label']} on {equation}** (first use; "
-                               f"{cfg.iterations} Adam steps, cached afterwards)...")
+        def work(report):
+            experiment.test_trajectories(cfg, equation)
+            experiment.trained_model(cfg, equation, model, progress=False,
+                                     callback=lambda i, n, loss: report(i, loss=float(loss)))
 
-        def callback(i, n, loss):
-            self._training.update(done=float(i), loss=float(loss))
-
-        def work():
-            try:
-                experiment.test_trajectories(cfg, equation)
-                experiment.trained_model(cfg, equation, model, progress=False, callback=callback)
-            except Exception as exc:  # noqa: BLE001 - shown in the page
-                self._error = f"training failed: {type(exc).__name__}: {exc}"
-
-        self._thread = threading.Thread(target=work, name=f"recurrsim-train-{equation}-{model}", daemon=True)
-        self._thread.start()
-        if self._poller is None:
-            self._poller = pn.state.add_periodic_callback(self._poll, period=250)
-
-    def _poll(self):
-        info = self._training
-        self._progress.value = int(info.get("done", 0))
-        if info.get("done"):
-            self._status.object = (f"**Training** step {int(info['done'])} / {int(info['total'])}, loss "
-                                   f"{info['loss']:.3g} (first use; cached afterwards)")
-        if self._thread is not None and not self._thread.is_alive():
-            self._thread = None
-            if self._poller is not None:
-                self._poller.stop()
-                self._poller = None
-            if self._error:
-                self._status.object = f"**{self._error}**"
-                self._progress.visible = False
-                return
-            self._prepare()
+        self._job.start(
+            work,
+            total=cfg.iterations,
+            message=(f"**Training {viz.MODEL_STYLE[model]['label']} on {equation}** (first use; "
+                     f"{cfg.iterations} Adam steps, cached afterwards)..."),
+            describe=lambda info: (f"**Training** step {int(info['done'])} / {int(info['total'])}, loss "
+                                   f"{info.get('loss', float('nan')):.3g} (first use; cached afterwards)"),
+            on_done=self._prepare,
+            name=f"recurrsim-train-{equation}-{model}",
+        )
 
     # -- computations ---------------------------------------------------------------------------------------------
     def _sim(self):
@@ -246,7 +218,7 @@ class RecurrSimDashboard(pn.viewable.Viewer):
             "u' = u + D(z_K). Trained with a random K per batch (Poisson-log-normal), so the same weights run at "
             "any K: more iterations, more cost, a more accurate step.\n\nPaper: OpenReview U2j9ZNgHqw."
         )
-        main = [self._status, self._progress, self.summary, self.side_by_side, self._player, self.animation,
+        main = [self._job.status, self._job.progress, self.summary, self.side_by_side, self._player, self.animation,
                 pn.Row(self.error_over_time, self.error_and_cost)]
         return dashboard_layout("RecurrSim: recurrent-depth neural PDE simulator", sidebar=[intro, widgets],
                                 main=main)

@@ -91,6 +91,27 @@ def serve_app():
             pass
 
 
+#: JavaScript returning the text of every Bokeh plot title on the page: what the plots currently show.
+TITLES_JS = """() => {
+    const out = [];
+    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
+        for (const m of doc._all_models.values()) {
+            if (m.constructor.__name__ === 'Title') out.push(m.text);
+        }
+    }
+    return out;
+}"""
+
+
+def plot_titles(page) -> list[str]:
+    return page.evaluate(TITLES_JS)
+
+
+def wait_for_title(page, fragment: str, timeout: float = 90_000) -> None:
+    """Wait until some plot title contains ``fragment``."""
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes({fragment!r}))", timeout=timeout)
+
+
 def wait_for_bokeh(page, timeout: float = 60_000) -> None:
     """Wait until at least one Bokeh plot canvas is rendered."""
     page.wait_for_selector(".bk-Canvas, canvas", state="attached", timeout=timeout)

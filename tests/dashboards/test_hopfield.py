@@ -2,23 +2,9 @@
 
 import pytest
 
-from tests.conftest import wait_for_bokeh
+from tests.conftest import plot_titles, wait_for_bokeh
 
 pytestmark = pytest.mark.browser
-
-
-def _plot_titles(page) -> list[str]:
-    return page.evaluate(
-        """() => {
-            const out = [];
-            for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
-                for (const m of doc._all_models.values()) {
-                    if (m.constructor.__name__ === 'Title') out.push(m.text);
-                }
-            }
-            return out;
-        }"""
-    )
 
 
 def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
@@ -30,7 +16,7 @@ def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
         ".some(m => m.constructor.__name__ === 'Title' && m.text.includes('alpha =')))",
         timeout=60_000,
     )
-    before = _plot_titles(page)
+    before = plot_titles(page)
     assert any("alpha = 0.04" in t for t in before), before
     # move the alpha slider with the keyboard: focus its handle and press the right arrow
     handle = page.locator(".noUi-handle").nth(1)
@@ -44,7 +30,7 @@ def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
         arg=before,
         timeout=60_000,
     )
-    after = _plot_titles(page)
+    after = plot_titles(page)
     assert after != before
     errors = [e for e in page.console_errors if "favicon" not in e]
     assert errors == [], errors

@@ -4,28 +4,9 @@ errors, and moving the ratio slider changes the plots."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import wait_for_bokeh
+from tests.conftest import plot_titles, wait_for_bokeh, wait_for_title
 
 pytestmark = pytest.mark.browser
-
-TITLES_JS = """() => {
-    const out = [];
-    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
-        for (const m of doc._all_models.values()) {
-            if (m.constructor.__name__ === 'Title') out.push(m.text);
-        }
-    }
-    return out;
-}"""
-
-
-def _titles(page) -> list[str]:
-    return page.evaluate(TITLES_JS)
-
-
-def _wait_title(page, fragment: str, timeout: float = 120_000) -> None:
-    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes({fragment!r}))", timeout=timeout)
-
 
 @pytest.fixture
 def ci_dashboard(monkeypatch, tmp_path):
@@ -44,25 +25,25 @@ def ci_dashboard(monkeypatch, tmp_path):
 def test_pruning_dashboard_ratio_slider_changes_the_plots(ci_dashboard, page, serve_app):
     url = serve_app("pruning")
     page.goto(url, wait_until="networkidle", timeout=120_000)
-    _wait_title(page, "ratio = 0.50")  # after the first-use training and sweep
+    wait_for_title(page, timeout=120_000, fragment="ratio = 0.50")  # after the first-use training and sweep
     wait_for_bokeh(page)
     assert list((ci_dashboard / "aire_prune").glob("*.pt")), "the trained weights were not cached"
     summary = page.get_by_text("ratio 0.50:")
     expect(summary).to_contain_text("states kept, test accuracy")
     before_summary = summary.inner_text()
-    before = _titles(page)
+    before = plot_titles(page)
     assert any("kernel norm per lag" in t for t in before), before
 
     handle = page.locator(".pruning-ratio .noUi-handle")
     handle.focus()
     for _ in range(6):  # 0.50 -> 0.80
         handle.press("ArrowRight")
-    _wait_title(page, "ratio = 0.80")
+    wait_for_title(page, timeout=120_000, fragment="ratio = 0.80")
     new_summary = page.get_by_text("ratio 0.80:")  # the summary is redrawn for the new ratio
     expect(new_summary).to_be_visible(timeout=30_000)
     expect(new_summary).to_contain_text("states kept, test accuracy")
     assert new_summary.inner_text() != before_summary
-    after = _titles(page)
+    after = plot_titles(page)
     assert after != before
     assert any("ratio = 0.80" in t and "kept" in t for t in after), after
     errors = [e for e in page.console_errors if "favicon" not in e]

@@ -3,28 +3,9 @@ without console errors, moving K changes the prediction, and the rollout animati
 
 import pytest
 
-from tests.conftest import wait_for_bokeh
+from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh, wait_for_title
 
 pytestmark = pytest.mark.browser
-
-TITLES_JS = """() => {
-    const out = [];
-    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
-        for (const m of doc._all_models.values()) {
-            if (m.constructor.__name__ === 'Title') out.push(m.text);
-        }
-    }
-    return out;
-}"""
-
-
-def _titles(page) -> list[str]:
-    return page.evaluate(TITLES_JS)
-
-
-def _wait_title(page, fragment: str, timeout: float = 90_000) -> None:
-    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes({fragment!r}))", timeout=timeout)
-
 
 @pytest.fixture
 def ci_dashboard(monkeypatch, tmp_path):
@@ -43,12 +24,12 @@ def ci_dashboard(monkeypatch, tmp_path):
 def test_recurrsim_dashboard_k_slider_and_animation(ci_dashboard, page, serve_app):
     url = serve_app("recurrsim")
     page.goto(url, wait_until="networkidle", timeout=120_000)
-    _wait_title(page, "prediction, K = 8")  # after the first-use training finished
-    _wait_title(page, "frame 0")
+    wait_for_title(page, "prediction, K = 8")  # after the first-use training finished
+    wait_for_title(page, "frame 0")
     wait_for_bokeh(page)
     summary = page.get_by_text("rollout nRMSE")
     before_summary = summary.inner_text()
-    before = _titles(page)
+    before = plot_titles(page)
     assert any(t.startswith("frame 0") for t in before), before
 
     # moving K changes the prediction: the plots are redrawn for the new K and the rollout's error changes
@@ -56,7 +37,7 @@ def test_recurrsim_dashboard_k_slider_and_animation(ci_dashboard, page, serve_ap
     handle.focus()
     for _ in range(6):  # 8 -> 2
         handle.press("ArrowLeft")
-    _wait_title(page, "prediction, K = 2")
+    wait_for_title(page, "prediction, K = 2")
     page.wait_for_function("(old) => !document.body.innerText.includes(old)", arg=before_summary, timeout=30_000)
     after_summary = page.get_by_text("rollout nRMSE").inner_text()
     assert "K = 2" in after_summary and after_summary != before_summary

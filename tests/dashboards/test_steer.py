@@ -2,20 +2,9 @@
 
 import pytest
 
-from tests.conftest import wait_for_bokeh
+from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
 
 pytestmark = pytest.mark.browser
-
-TITLES_JS = """() => {
-    const out = [];
-    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
-        for (const m of doc._all_models.values()) {
-            if (m.constructor.__name__ === 'Title') out.push(m.text);
-        }
-    }
-    return out;
-}"""
-
 
 @pytest.fixture
 def ci_fits(monkeypatch, tmp_path):
@@ -40,7 +29,7 @@ def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, c
     page.wait_for_function(
         f"() => ({TITLES_JS})().some(t => t.startsWith('session {last}:'))", timeout=120_000
     )
-    before = page.evaluate(TITLES_JS)
+    before = plot_titles(page)
     assert any("plasticity coefficients" in t for t in before), before
     assert any(t == f"true W, session {last}" for t in before), before
     assert page.get_by_text("Inferred update equation").count() >= 1
@@ -54,7 +43,7 @@ def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, c
     page.wait_for_function(
         f"() => ({TITLES_JS})().some(t => t.startsWith('session {last - 2}:'))", timeout=60_000
     )
-    after = page.evaluate(TITLES_JS)
+    after = plot_titles(page)
     assert after != before
     assert any(t == f"true W, session {last - 2}" for t in after), after
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt")), "the fit was not cached on disk"

@@ -1,8 +1,9 @@
-"""Panel dashboards, thin over ``lab``: one ``pn.viewable.Viewer`` per app.
+"""Panel dashboards, thin over ``lab``: one :class:`dashboards.viewer.MethodViewer` per app.
 
 ``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py``
-(not starting with ``_``) is an app: it defines ``Dashboard`` (its Viewer class) and ``TITLE``. ``APPS`` maps each
-name to ``"module:Dashboard"``; the module is imported only when the app is served.
+(but ``viewer.py`` and names starting with ``_``) is an app: it declares ``METHOD`` (the slug it shows), ``TITLE``
+and ``Dashboard`` (its viewer class). ``APPS`` maps each name to ``"module:Dashboard"``; the module is imported only
+when the app is served.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 APPS: dict[str, str] = {
     p.stem: f"dashboards.{p.stem}:Dashboard"
     for p in sorted(Path(__file__).resolve().parent.glob("*.py"))
-    if not p.stem.startswith("_")
+    if not p.stem.startswith("_") and p.stem != "viewer"
 }
 
 
@@ -35,6 +36,9 @@ def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.
     """Serve the named apps with Panel's index page listing them; blocks until stopped unless ``threaded``."""
     import panel as pn
 
+    from lab.core.runtime import setup_process
+
+    setup_process()
     unknown = [n for n in names if n not in APPS]
     if unknown:
         raise ValueError(f"unknown dashboard(s) {', '.join(unknown)}; known dashboards: {', '.join(APPS)}")

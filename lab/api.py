@@ -35,24 +35,31 @@ class RunResult:
         return self.claims._repr_html_()
 
 
-def run(slug: str, profile: str = "quick", *, progress: bool = True, **overrides: Any) -> RunResult:
+def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: str | os.PathLike | None = None,
+        **overrides: Any) -> RunResult:
     """Run a method and evaluate its claims.
 
     Arguments:
         slug: a registered method (``lab list``).
         profile: ``ci`` (seconds), ``quick`` (the default, minutes on a laptop) or ``full`` (closer to the paper).
         progress: show progress bars.
+        save_to: also save the results NetCDF there (atomically); None or "" saves nothing.
         overrides: Config fields to change, e.g. ``n=3, N=512``.
 
     Returns:
         RunResult with ``.data`` (xarray.Dataset with provenance attrs) and ``.claims`` (ClaimsTable).
     """
+    from lab.core.runtime import setup_process
+
     method = registry.get(slug)
     cfg = method.make_config(profile, **overrides)
+    setup_process()
     start = time.perf_counter()
     ds = method.run_fn(cfg, progress=progress)
     wall = time.perf_counter() - start
     ds = results.attach_provenance(ds, method=slug, profile=profile, config=cfg, wall_time_s=wall)
+    if save_to:
+        results.save(ds, save_to)
     return RunResult(data=ds, claims=check(ds, slug), config=cfg)
 
 

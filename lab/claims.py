@@ -1,12 +1,24 @@
-"""Claims: what a paper says, checked against a results Dataset alone.
+"""Claims: what a paper says, checked against a results Dataset alone, each with its control.
 
 A :class:`Claim` measures one number from the Dataset (``measure``) and compares it with a threshold whose origin is
 stated (``threshold_source``). Because the check reads only the Dataset, a saved NetCDF can be re-checked later
 without re-running: ``lab.check(lab.load(path))``.
 
-A claim must be able to fail: ``measure`` compares the method against something that can disagree (a baseline, a
-theory curve, an analytic solution, an ablation). When a claim does not reproduce at our scale, the table says so with
-the measured value; thresholds are never tuned to make it pass.
+A claim proves itself with a **control**: ``control`` is the same measurement on a variant of the method that lacks
+the claimed property (n = 2 for a dense-memory claim about n >= 3; the network without plasticity; a K-blind
+model; random selection for a pruning score), computed in the same run and stored in the same Dataset. The verdict:
+
+=========================  =====================================================================================
+``holds``                  the measurement passes and the control fails (or the claim states why it has none)
+``fails``                  the measurement does not pass
+``does not discriminate``  the measurement passes, but so does the control: the check cannot tell the effect
+``reported``               a report row (``report=True``): a comparison the paper reports either way, no verdict
+=========================  =====================================================================================
+
+Ties never pass: a value equal to the threshold fails whatever the operator. A measurement that cannot be made, or
+that is NaN, fails. A claim whose margin is within seed noise measures every seed and returns a
+:class:`Measurement` with its ``per_seed`` values; the table shows the statistic (``value``), the spread and on how
+many seeds the claim holds.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -27,20 +40,70 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
 }
 
+VERDICTS = ("holds", "fails", "does not discriminate", "reported")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured value with what explains it.
+
+    Arguments:
+        value: the statistic compared with the threshold (a mean, a worst seed, a bound...).
+        detail: a few words that explain the value.
+        per_seed: the value on each seed, when the claim is measured over seeds (the table shows their spread and
+            on how many seeds the claim holds).
+    """
+
+    value: float
+    detail: str = ""
+    per_seed: tuple[float, ...] | None = None
+
+
+def over_seeds(values: Any, statistic: str = "mean", detail: str = "") -> Measurement:
+    """A :class:`Measurement` of per-seed ``values`` (NaN seeds kept: they make ``mean`` and ``worst`` NaN).
+
+    Arguments:
+        values: one value per seed.
+        statistic: ``mean``, ``min`` or ``max`` (say the worst seed in the claim's statement).
+    """
+    arr = np.asarray(values, dtype=float).ravel()
+    stat = {"mean": np.mean, "min": np.min, "max": np.max}[statistic]
+    value = float(stat(arr)) if arr.size else math.nan
+    return Measurement(value, detail, tuple(float(v) for v in arr))
+
+
+def _measure(fn: Callable[[xr.Dataset], Any], ds: xr.Dataset) -> Measurement:
+    try:
+        out = fn(ds)
+        if isinstance(out, Measurement):
+            return Measurement(float(out.value), str(out.detail), out.per_seed)
+        if isinstance(out, tuple):
+            value, detail = out
+            return Measurement(float(value), str(detail))
+        return Measurement(float(out))
+    except Exception as exc:  # a claim that cannot be measured fails, with the reason
+        return Measurement(math.nan, f"could not be measured: {type(exc).__name__}: {exc}")
+
 
 @dataclass(frozen=True)
 class Claim:
-    """One checkable statement of a paper.
+    """One checkable statement of a paper, with its control.
 
     Arguments:
         name: short identifier, unique within a method.
         statement: what the paper says, in words.
         source: where the paper says it (figure, table, section, number).
-        measure: Dataset -> the measured value, or (value, detail) where detail explains it in a few words.
-        op: how the measured value must compare with ``threshold`` (``<``, ``<=``, ``>``, ``>=``).
+        measure: Dataset -> the measured value, ``(value, detail)`` or a :class:`Measurement`.
+        op: how the measured value must compare with ``threshold`` (``<``, ``<=``, ``>``, ``>=``; ties never pass).
         threshold: the bound.
         threshold_source: why this bound: the paper's number, a theory value, or a stated convention.
         unit: unit of the measured value, for the table.
+        control: the same measurement on a variant without the claimed property (same return types as
+            ``measure``); the claim holds only when the control fails.
+        control_label: what the control variant is, in a few words (shown in the table).
+        no_control: when ``control`` is None, why no control makes sense (e.g. agreement with an analytic
+            solution). Every claim has a control or states why not (the contract test checks it).
+        report: a comparison the paper reports either way: shown with its value, no verdict.
     """
 
     name: str
@@ -51,39 +114,65 @@ class Claim:
     threshold: float
     threshold_source: str
     unit: str = ""
+    control: Callable[[xr.Dataset], Any] | None = None
+    control_label: str = ""
+    no_control: str = ""
+    report: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise ValueError(f"op={self.op!r} is not allowed; allowed: {', '.join(_OPS)}")
 
+    def passes(self, value: float) -> bool:
+        """Whether ``value`` meets the threshold (NaN and ties never do)."""
+        return bool(math.isfinite(value) and value != self.threshold and _OPS[self.op](value, self.threshold))
+
     def evaluate(self, ds: xr.Dataset) -> ClaimResult:
-        detail = ""
-        try:
-            out = self.measure(ds)
-            if isinstance(out, tuple):
-                value, detail = out
-            else:
-                value = out
-            value = float(value)
-        except Exception as exc:  # a claim that cannot be measured fails, with the reason
-            value, detail = math.nan, f"could not be measured: {type(exc).__name__}: {exc}"
-        passed = bool(math.isfinite(value) and _OPS[self.op](value, self.threshold))
+        m = _measure(self.measure, ds)
+        passed = self.passes(m.value)
+        if self.control is not None:
+            c = _measure(self.control, ds)
+            control_measured, control_passed, control_detail = c.value, self.passes(c.value), c.detail
+        else:
+            control_measured, control_passed, control_detail = None, None, ""
+        if self.report:
+            verdict = "reported"
+        elif not passed:
+            verdict = "fails"
+        elif control_passed:
+            verdict = "does not discriminate"
+        elif control_passed is False and control_measured is not None and not math.isfinite(control_measured):
+            verdict = "does not discriminate"  # a control that could not be measured proves nothing
+        else:
+            verdict = "holds"
+        seeds_holding = None
+        if m.per_seed is not None:
+            seeds_holding = sum(self.passes(v) for v in m.per_seed)
         return ClaimResult(
             name=self.name,
             statement=self.statement,
             source=self.source,
-            measured=value,
+            measured=m.value,
             op=self.op,
             threshold=float(self.threshold),
             threshold_source=self.threshold_source,
             unit=self.unit,
-            passed=passed,
-            detail=str(detail),
+            detail=m.detail,
+            control_measured=control_measured,
+            control_passed=control_passed,
+            control_why=self.no_control if self.control is None else "",
+            control_label=self.control_label,
+            control_detail=control_detail,
+            verdict=verdict,
+            per_seed=m.per_seed,
+            seeds_holding=seeds_holding,
         )
 
 
 @dataclass(frozen=True)
 class ClaimResult:
+    """One evaluated claim. ``passed`` is True only when the verdict is ``holds``."""
+
     name: str
     statement: str
     source: str
@@ -92,22 +181,51 @@ class ClaimResult:
     threshold: float
     threshold_source: str
     unit: str
-    passed: bool
     detail: str = ""
+    control_measured: float | None = None
+    control_passed: bool | None = None
+    control_why: str = ""
+    control_label: str = ""
+    control_detail: str = ""
+    verdict: str = "fails"
+    per_seed: tuple[float, ...] | None = None
+    seeds_holding: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "holds"
+
+    @property
+    def ok(self) -> bool:
+        """Holds, or is a report row (what ``lab run``'s exit code and the report's badge count)."""
+        return self.verdict in ("holds", "reported")
 
     @property
     def status(self) -> str:
-        return "pass" if self.passed else "FAIL"
+        return {"holds": "holds", "fails": "FAILS", "does not discriminate": "NO CONTROL FAIL",
+                "reported": "reported"}[self.verdict]
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) over seeds, when measured over seeds."""
+        if not self.per_seed:
+            return None
+        return (min(self.per_seed), max(self.per_seed))
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"status": self.status}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["per_seed"] = list(self.per_seed) if self.per_seed is not None else None
+        return out | {"status": self.status, "passed": self.passed}
 
 
 def evaluate(claims: Sequence[Claim], ds: xr.Dataset) -> list[ClaimResult]:
     return [c.evaluate(ds) for c in claims]
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float | None) -> str:
+    """A number as the claims tables print it."""
+    if x is None:
+        return "-"
     if not math.isfinite(x):
         return str(x)
     if x == 0:
@@ -115,6 +233,20 @@ def _fmt(x: float) -> str:
     if abs(x) >= 1e4 or abs(x) < 1e-3:
         return f"{x:.3g}"
     return f"{x:.4g}"
+
+
+def _measured_text(r: ClaimResult) -> str:
+    text = fmt(r.measured)
+    if r.per_seed:
+        lo, hi = r.spread  # type: ignore[misc]
+        text += f" [{fmt(lo)}, {fmt(hi)}] {r.seeds_holding}/{len(r.per_seed)} seeds"
+    return text
+
+
+def _control_text(r: ClaimResult) -> str:
+    if r.control_measured is None:
+        return "none" if r.control_why else "-"
+    return fmt(r.control_measured) + (" (passes)" if r.control_passed else " (fails)")
 
 
 @dataclass
@@ -125,13 +257,29 @@ class ClaimsTable:
 
     @property
     def all_passed(self) -> bool:
-        return all(r.passed for r in self.results)
+        """Every claim holds (report rows aside)."""
+        return all(r.ok for r in self.results)
+
+    @property
+    def n_holding(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def n_claims(self) -> int:
+        """Claims with a verdict (report rows excluded)."""
+        return sum(r.verdict != "reported" for r in self.results)
 
     def __iter__(self):
         return iter(self.results)
 
     def __len__(self) -> int:
         return len(self.results)
+
+    def __getitem__(self, name: str) -> ClaimResult:
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(f"no claim {name!r}; claims: {', '.join(r.name for r in self.results)}")
 
     def to_frame(self):
         import pandas as pd
@@ -142,56 +290,76 @@ class ClaimsTable:
                 "statement": r.statement,
                 "source": r.source,
                 "measured": r.measured,
+                "spread": r.spread,
+                "seeds holding": (f"{r.seeds_holding}/{len(r.per_seed)}" if r.per_seed else ""),
+                "control": r.control_measured,
+                "control variant": r.control_label or r.control_why,
                 "unit": r.unit,
-                "required": f"{r.op} {_fmt(r.threshold)}",
+                "required": f"{r.op} {fmt(r.threshold)}",
                 "threshold source": r.threshold_source,
-                "status": r.status,
+                "verdict": r.verdict,
                 "detail": r.detail,
             }
             for r in self.results
         ]
         return pd.DataFrame(rows)
 
-    def to_text(self, width: int = 110) -> str:
+    def summary(self) -> str:
+        return f"{self.n_holding}/{self.n_claims} claims hold"
+
+    def to_text(self, width: int = 118) -> str:
         lines = []
         name_w = max([len(r.name) for r in self.results] + [5])
-        lines.append(f"{'claim':<{name_w}}  {'measured':>12}  {'required':>12}  status")
-        lines.append("-" * (name_w + 36))
+        lines.append(f"{'claim':<{name_w}}  {'measured':>12}  {'control':>16}  {'required':>10}  verdict")
+        lines.append("-" * (name_w + 64))
         for r in self.results:
-            req = f"{r.op} {_fmt(r.threshold)}"
-            lines.append(f"{r.name:<{name_w}}  {_fmt(r.measured):>12}  {req:>12}  {r.status}")
+            req = "-" if r.verdict == "reported" else f"{r.op} {fmt(r.threshold)}"
+            lines.append(f"{r.name:<{name_w}}  {fmt(r.measured):>12}  {_control_text(r):>16}  {req:>10}  "
+                         f"{r.verdict}")
             lines.append(f"{'':<{name_w}}  {r.statement[: width - name_w - 2]}")
+            if r.per_seed:
+                lines.append(f"{'':<{name_w}}  seeds: {_measured_text(r)}")
+            if r.control_label or r.control_why:
+                what = f"control: {r.control_label}" if r.control_label else f"no control: {r.control_why}"
+                lines.append(f"{'':<{name_w}}  {what[: width - name_w - 2]}")
             if r.detail:
                 lines.append(f"{'':<{name_w}}  ({r.detail[: width - name_w - 4]})")
-        n_pass = sum(r.passed for r in self.results)
-        lines.append(f"{n_pass}/{len(self.results)} claims hold")
+        lines.append(self.summary())
         return "\n".join(lines)
 
     def to_html(self) -> str:
         rows = []
         for r in self.results:
-            cls = "pass" if r.passed else "fail"
+            cls = {"holds": "pass", "fails": "fail", "does not discriminate": "fail", "reported": "report"}[r.verdict]
+            control = html.escape(_control_text(r))
+            if r.control_label:
+                control += f"<br><small>{html.escape(r.control_label)}</small>"
+            elif r.control_why:
+                control += f"<br><small>{html.escape(r.control_why)}</small>"
+            if r.control_detail:
+                control += f"<br><small>{html.escape(r.control_detail)}</small>"
+            required = "-" if r.verdict == "reported" else f"{html.escape(r.op)} {html.escape(fmt(r.threshold))}"
             rows.append(
                 "<tr>"
                 f"<td><b>{html.escape(r.name)}</b><br><small>{html.escape(r.statement)}</small></td>"
                 f"<td>{html.escape(r.source)}</td>"
-                f"<td>{html.escape(_fmt(r.measured))} {html.escape(r.unit)}"
+                f"<td>{html.escape(_measured_text(r))} {html.escape(r.unit)}"
                 + (f"<br><small>{html.escape(r.detail)}</small>" if r.detail else "")
                 + "</td>"
-                f"<td>{html.escape(r.op)} {html.escape(_fmt(r.threshold))}"
-                f"<br><small>{html.escape(r.threshold_source)}</small></td>"
-                f'<td class="{cls}">{r.status}</td>'
+                f"<td>{control}</td>"
+                f"<td>{required}<br><small>{html.escape(r.threshold_source)}</small></td>"
+                f'<td class="{cls}">{html.escape(r.verdict)}</td>'
                 "</tr>"
             )
         return (
-            '<table class="claims"><thead><tr><th>claim</th><th>paper</th><th>measured</th>'
-            "<th>required (source)</th><th>status</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            '<table class="claims"><thead><tr><th>claim</th><th>paper</th><th>measured</th><th>control</th>'
+            "<th>required (source)</th><th>verdict</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
         )
 
     def _repr_html_(self) -> str:
         style = (
             "<style>table.claims td.pass{color:#176f2c;font-weight:bold}"
-            "table.claims td.fail{color:#b00020;font-weight:bold}"
+            "table.claims td.fail{color:#b00020;font-weight:bold}table.claims td.report{color:#555}"
             "table.claims td,table.claims th{text-align:left;vertical-align:top;padding:4px 8px}</style>"
         )
         return style + self.to_html()

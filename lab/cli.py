@@ -71,7 +71,8 @@ def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool
         _bad_input(str(exc))
     if fields:
         for row in describe_fields(method.config):
-            click.echo(f"{row['name']} ({row['type']}, quick default {row['default']!r}): {row['doc']}")
+            allowed = f"; allowed: {row['allowed']}" if row["allowed"] else ""
+            click.echo(f"{row['name']} ({row['type']}, quick default {row['default']!r}{allowed}): {row['doc']}")
         return
     overrides = _parse_params(params)
     try:
@@ -167,8 +168,8 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
     axes = {k: [v for v in vals.split(",") if v] for k, vals in _parse_params(grid).items()}
     unknown = [k for k in axes if k not in {f["name"] for f in describe_fields(method.config)}]
     if unknown:
-        _bad_input(f"unknown parameter {unknown[0]!r} for {slug}; allowed: "
-                   + ", ".join(f["name"] for f in describe_fields(method.config)))
+        _bad_input(f"{unknown[0]}={','.join(axes[unknown[0]])} is not allowed: {slug} has no parameter "
+                   f"{unknown[0]!r}; allowed: " + ", ".join(f["name"] for f in describe_fields(method.config)))
     fixed = _parse_params(params)
     try:
         from lab.sweep import grid_points
@@ -210,7 +211,32 @@ def bench(name: str, quick: bool, out: str) -> None:
     click.echo(f"\nsaved: {path}")
 
 
+@cli.command()
+@click.option("--check", is_flag=True, help="Only check; exit 1 when something is out of step.")
+def sync(check: bool) -> None:
+    """Regenerate what is derived from the registry: each notebook's parameters cell (from its Config) and the
+    README's method table. With --check, change nothing and exit 1 when something is out of step."""
+    from lab import notebooks as nbs
+    from lab import registry
+
+    stale = []
+    for slug in registry.slugs():
+        if nbs.parameters_in_notebook(slug) != nbs.parameters_source(slug):
+            stale.append(registry.get(slug).notebook)
+            if not check:
+                nbs.sync_parameters(slug)
+    readme = registry.NOTEBOOK_DIR.parent / "README.md"
+    if readme.exists() and registry.sync_readme(readme, write=not check):
+        stale.append("README.md")
+    verb = "out of step" if check else "rewritten"
+    click.echo(f"{verb}: {', '.join(stale)}" if stale else "everything in step")
+    sys.exit(EXIT_CLAIM_FAILED if (stale and check) else EXIT_OK)
+
+
 def main() -> None:
+    from lab.core.runtime import setup_process
+
+    setup_process()
     cli(prog_name="lab")
 
 

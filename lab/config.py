@@ -1,11 +1,21 @@
-"""Method configurations: frozen dataclasses with profiles, validation and per-field docs.
+"""Method configurations: frozen dataclasses with profiles, bounds on the fields and per-field docs.
 
 Every method's ``Config`` subclasses :class:`BaseConfig`. The field defaults *are* the ``quick`` profile (one source
 of truth); ``PROFILES["ci"]`` and ``PROFILES["full"]`` are overrides on top of them. Each field carries a docstring
-(a string literal right under it), which :func:`field_docs` reads for the CLI, the dashboards and the error messages.
+(a string literal right under it), which :func:`field_docs` reads for the CLI, the notebooks' parameters cell, the
+dashboards and the error messages, and declares its bounds on itself::
 
-Validation lives in ``__post_init__`` and uses the ``check_*`` helpers below, so that every bad value raises a
-``ValueError`` naming the field, the value and what is allowed.
+    N: Annotated[int, Range(16, 100_000)] = 512
+    '''Number of spins.'''
+    update: Literal["sync", "async"] = "sync"
+    '''Synchronous or asynchronous sweeps.'''
+    alphas: Annotated[tuple[float, ...], Range(0, 10, lo_open=True), Each(increasing=True)] = (0.02, 0.04)
+    '''Loads.'''
+
+:class:`BaseConfig` checks every declared bound (a ``Range`` or ``Choices`` applies to each element of a tuple,
+``Each`` to its length and order; ``Literal`` types are choices); a subclass's ``validate()`` keeps only the rules that
+tie several fields together. Every error names the field, the value given and what is allowed
+(:mod:`lab.checks`).
 """
 
 from __future__ import annotations
@@ -15,17 +25,17 @@ import dataclasses
 import functools
 import inspect
 import json
-import math
 import textwrap
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
+
+from lab.checks import Choices, ConfigError, Each, Range, bad_value
+
+__all__ = ["PROFILE_NAMES", "BaseConfig", "Choices", "ConfigError", "Each", "FieldSpec", "Range", "bad_value",
+           "coerce", "describe_fields", "field_docs", "field_specs", "profile_values"]
 
 PROFILE_NAMES = ("ci", "quick", "full")
-
-
-class ConfigError(ValueError):
-    """A bad configuration value: names the field, the value and what is allowed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,15 +44,16 @@ class BaseConfig:
 
     PROFILES: ClassVar[dict[str, dict[str, Any]]] = {"ci": {}, "quick": {}, "full": {}}
 
-    seed: int = 0
+    seed: Annotated[int, Range(0, 2**31 - 1)] = 0
     """Random seed; a run is deterministic for a given seed on a given machine."""
 
     def __post_init__(self) -> None:
-        check_int(self, "seed", minimum=0)
+        for spec in field_specs(type(self)).values():
+            spec.check(getattr(self, spec.name))
         self.validate()
 
     def validate(self) -> None:
-        """Subclasses check their fields here (called from ``__post_init__``)."""
+        """Rules that tie several fields together (each field's own bounds are declared on it)."""
 
     # ----------------------------------------------------------------------------------------------------------------
     @classmethod
@@ -54,13 +65,14 @@ class BaseConfig:
             overrides: field values; strings are parsed to the field's type (as the CLI passes them).
         """
         if profile not in PROFILE_NAMES:
-            raise ConfigError(f"profile={profile!r} is not a profile; allowed: {', '.join(PROFILE_NAMES)}")
+            raise bad_value("profile", profile, ", ".join(PROFILE_NAMES))
         values = dict(cls.PROFILES.get(profile, {}))
         names = [f.name for f in dataclasses.fields(cls)]
         for key, value in overrides.items():
             if key not in names:
                 raise ConfigError(
-                    f"unknown parameter {key!r} for {cls.__module__.split('.')[-2]}; allowed: {', '.join(names)}"
+                    f"{key}={value!r} is not allowed: {_owner(cls)} has no parameter {key!r}; "
+                    f"allowed: {', '.join(names)}"
                 )
             values[key] = coerce(cls, key, value)
         return cls(**values)
@@ -78,6 +90,11 @@ class BaseConfig:
 
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **{k: coerce(type(self), k, v) for k, v in changes.items()})
+
+
+def _owner(cls: type) -> str:
+    parts = cls.__module__.split(".")
+    return parts[-2] if len(parts) >= 2 and parts[-1] == "config" else cls.__name__
 
 
 def _jsonable(value: Any) -> Any:
@@ -114,7 +131,116 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def field_type(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
+    """The declared type of field ``name``, without its ``Annotated`` bounds."""
+    return _hints(cls)[name][0]
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, tuple[Any, tuple]]:
+    out = {}
+    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
+        if typing.get_origin(tp) is Annotated:
+            base, *meta = typing.get_args(tp)
+            out[name] = (base, tuple(meta))
+        else:
+            out[name] = (tp, ())
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    """A Config field as the CLI, the notebooks and the dashboards see it.
+
+    Attributes:
+        name, type, default, doc: the field (``type`` without its bounds; ``default`` is the quick profile's).
+        range: the declared :class:`Range` (of each element, for a tuple), or None.
+        choices: the allowed values (a ``Literal`` type or a :class:`Choices` marker), or None.
+        each: the tuple's :class:`Each` rules, or None.
+    """
+
+    name: str
+    type: Any
+    default: Any
+    doc: str
+    range: Range | None = None
+    choices: tuple | None = None
+    each: Each | None = None
+
+    @property
+    def is_tuple(self) -> bool:
+        return typing.get_origin(self.type) is tuple
+
+    @property
+    def element_type(self) -> Any:
+        tp = typing.get_args(self.type)[0] if self.is_tuple else self.type
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if typing.get_origin(tp) is typing.Literal:
+            return type(typing.get_args(tp)[0])
+        if args and typing.get_origin(tp) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+            return args[0]
+        return tp
+
+    @property
+    def optional(self) -> bool:
+        return type(None) in typing.get_args(self.type)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the field declares what values it allows (bools and strings of a Literal count)."""
+        if self.element_type is bool:
+            return True
+        return self.range is not None or self.choices is not None
+
+    def allowed(self) -> str:
+        """What the field allows, in words."""
+        parts = []
+        if self.choices is not None:
+            parts.append("one of " + ", ".join(map(repr, self.choices)))
+        elif self.range is not None:
+            parts.append(self.range.describe(self.element_type is int))
+        if self.is_tuple:
+            parts = [("each value " + parts[0]) if parts else "values", (self.each or Each()).describe()]
+        if self.optional:
+            parts.append("or None")
+        return ", ".join(parts)
+
+    def check(self, value: Any) -> None:
+        if value is None and self.optional:
+            return
+        values = value if self.is_tuple else (value,)
+        if self.is_tuple:
+            if not isinstance(value, tuple):
+                raise bad_value(self.name, value, "a tuple: " + self.allowed())
+            (self.each or Each()).check(self.name, value)
+        integer = self.element_type is int
+        for v in values:
+            if self.element_type is bool and not isinstance(v, bool):
+                raise bad_value(self.name, value, "true or false")
+            if self.choices is not None and v not in self.choices:
+                raise bad_value(self.name, value, self.allowed())
+            if self.range is not None:
+                self.range.check(self.name, v, integer=integer, shown=value if self.is_tuple else None)
+            elif integer and (isinstance(v, bool) or not isinstance(v, int)):
+                raise bad_value(self.name, value, "an integer")
+
+
+@functools.cache
+def field_specs(cls: type) -> dict[str, FieldSpec]:
+    """Every field of a Config class with its type, quick default, doc and declared bounds, in order."""
+    docs = field_docs(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        base, meta = _hints(cls)[f.name]
+        rng = next((m for m in meta if isinstance(m, Range)), None)
+        each = next((m for m in meta if isinstance(m, Each)), None)
+        marker = next((m for m in meta if isinstance(m, Choices)), None)
+        inner = typing.get_args(base)[0] if typing.get_origin(base) is tuple else base
+        choices = marker.options if marker is not None else None
+        if typing.get_origin(inner) is typing.Literal:
+            choices = typing.get_args(inner)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        out[f.name] = FieldSpec(f.name, base, default, docs.get(f.name, ""), rng, choices, each)
+    return out
 
 
 def coerce(cls: type, name: str, value: Any) -> Any:
@@ -123,7 +249,7 @@ def coerce(cls: type, name: str, value: Any) -> Any:
     try:
         return _coerce(tp, value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{name}={value!r} is not a valid {_type_name(tp)}: {exc}") from None
+        raise bad_value(name, value, f"{_type_name(tp)} ({exc})") from None
 
 
 def _type_name(tp: Any) -> str:
@@ -145,7 +271,7 @@ def _coerce(tp: Any, value: Any) -> Any:
         for option in allowed:
             if value == option or (isinstance(value, str) and str(option) == value):
                 return option
-        raise ValueError(f"allowed: {', '.join(map(repr, allowed))}")
+        raise ValueError("not one of them")
     if origin is tuple:
         (inner, *_rest) = typing.get_args(tp)
         if isinstance(value, str):
@@ -200,98 +326,12 @@ def _coerce(tp: Any, value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Validation helpers: each raises ConfigError naming the field, the value and what is allowed.
-# --------------------------------------------------------------------------------------------------------------------
-def _fail(name: str, value: Any, allowed: str) -> None:
-    raise ConfigError(f"{name}={value!r} is not allowed; {allowed}")
-
-
-def check_int(cfg: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> None:
-    value = getattr(cfg, name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(name, value, "expected an integer")
-    _check_bounds(name, value, minimum, maximum)
-
-
-def check_float(
-    cfg: Any,
-    name: str,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive_min: bool = False,
-    exclusive_max: bool = False,
-) -> None:
-    value = getattr(cfg, name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        _fail(name, value, "expected a finite number")
-    _check_bounds(name, value, minimum, maximum, exclusive_min, exclusive_max)
-
-
-def check_choice(cfg: Any, name: str, allowed: Sequence[Any]) -> None:
-    value = getattr(cfg, name)
-    if value not in allowed:
-        _fail(name, value, "allowed: " + ", ".join(map(repr, allowed)))
-
-
-def check_seq(
-    cfg: Any,
-    name: str,
-    *,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive_min: bool = False,
-    exclusive_max: bool = False,
-    nonempty: bool = True,
-    choices: Sequence[Any] | None = None,
-) -> None:
-    values = getattr(cfg, name)
-    if nonempty and len(values) == 0:
-        _fail(name, values, "expected at least one value")
-    for v in values:
-        if choices is not None and v not in choices:
-            _fail(name, values, "each value must be one of " + ", ".join(map(repr, choices)))
-        if choices is None:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                _fail(name, values, "each value must be a finite number")
-            _check_bounds(name, v, minimum, maximum, exclusive_min, exclusive_max, whole=values)
-
-
-def _check_bounds(
-    name: str,
-    value: float,
-    minimum: float | None,
-    maximum: float | None,
-    exclusive_min: bool = False,
-    exclusive_max: bool = False,
-    whole: Any = None,
-) -> None:
-    shown = value if whole is None else whole
-    lo = "(" if exclusive_min else "["
-    hi = ")" if exclusive_max else "]"
-    rng = f"allowed range {lo}{'-inf' if minimum is None else minimum}, {'inf' if maximum is None else maximum}{hi}"
-    if minimum is not None and (value < minimum or (exclusive_min and value == minimum)):
-        _fail(name, shown, rng)
-    if maximum is not None and (value > maximum or (exclusive_max and value == maximum)):
-        _fail(name, shown, rng)
-
-
 def describe_fields(cls: type) -> list[dict[str, Any]]:
-    """Name, type, quick default and doc of every field: the CLI's ``lab run SLUG --help-params``."""
-    docs = field_docs(cls)
-    rows = []
-    for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        rows.append(
-            {
-                "name": f.name,
-                "type": _type_name(field_type(cls, f.name)),
-                "default": default,
-                "doc": docs.get(f.name, ""),
-            }
-        )
-    return rows
+    """Name, type, quick default, doc and allowed values of every field: the CLI's ``lab run SLUG --fields``."""
+    return [
+        {"name": s.name, "type": _type_name(s.type), "default": s.default, "doc": s.doc, "allowed": s.allowed()}
+        for s in field_specs(cls).values()
+    ]
 
 
 def profile_values(cls: type, profile: str) -> Mapping[str, Any]:

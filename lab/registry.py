@@ -1,13 +1,16 @@
 """The registry of methods: slug -> :class:`Method`.
 
-Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method(...)`` in its ``__init__.py``; the
-registry discovers them (no central list to edit) and orders them by notebook name (``NN_<slug>.ipynb``). It imports
-only those ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; the heavy
-``experiment.run`` and its claims are imported on first use.
+Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method.here(__name__, title=..., paper=...)``
+in its ``__init__.py``; everything else is derived from the folder: the Config (``config.py``), ``run``
+(``experiment.py``), the claims (``claims.py``), the notebook (``notebooks/NN_<slug>.ipynb``, ``NN`` its place in
+:data:`ORDER`) and the dashboards (every ``dashboards/<name>.py`` that declares ``METHOD = "<slug>"``). The registry
+imports only the ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; ``run`` and
+the claims are imported on first use.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +24,17 @@ from lab.claims import Claim
 
 METHODS_DIR = Path(__file__).resolve().parent / "methods"
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboards"
+
+#: The lab's methods in the order of the report, the README and the notebooks' numbers (``NN_<slug>.ipynb``): the
+#: nineteen papers, grouped as the research briefs group them. A folder whose slug is not listed comes after them.
+ORDER = (
+    "dam", "aire_prune", "compressm", "recurrsim", "steer",
+    "psm", "ssm_ltl", "tool_ssm", "chaingpt", "ssdi8", "ssm_inr",
+    "tbptt", "vwm_rnn", "diffusion_blocks",
+    "qgpm", "wsc", "rem",
+    "lwail", "rate",
+)
 
 
 class UnknownMethodError(ValueError):
@@ -46,6 +60,8 @@ class Method:
         claims: ``"module:NAME"`` of the method's list of :class:`lab.claims.Claim`.
         notebook: file name under ``notebooks/``.
         dashboards: names of the Panel apps under ``dashboards/`` that show this method.
+
+    Build it with :meth:`here` in the method's ``__init__.py``; the fields above are derived from the folder.
     """
 
     slug: str
@@ -57,6 +73,29 @@ class Method:
     claims: str
     notebook: str
     dashboards: Sequence[str] = field(default_factory=tuple)
+
+    @classmethod
+    def here(cls, module: str, *, title: str, paper: str, summary: str) -> Method:
+        """The method of the folder whose ``__init__`` is ``module`` (pass ``__name__``).
+
+        Arguments:
+            module: ``lab.methods.<slug>``; the slug is the folder's name.
+            title: the paper's title. paper: where it is (``arXiv:...`` or ``OpenReview:...``).
+            summary: one sentence: what the method does.
+        """
+        slug = module.rsplit(".", 1)[-1]
+        config = importlib.import_module(f"{module}.config").Config
+        return cls(
+            slug=slug,
+            title=title,
+            paper=paper,
+            summary=summary,
+            config=config,
+            run=f"{module}.experiment:run",
+            claims=f"{module}.claims:CLAIMS",
+            notebook=f"{position(slug):02d}_{slug}.ipynb",
+            dashboards=dashboards_of(slug),
+        )
 
     @property
     def run_fn(self) -> Callable[..., xr.Dataset]:
@@ -80,6 +119,33 @@ class Method:
         return self.config.from_profile(profile, **overrides)
 
 
+def position(slug: str) -> int:
+    """The method's number (1-based): its place in :data:`ORDER`, or after every listed method."""
+    if slug in ORDER:
+        return ORDER.index(slug) + 1
+    extra = sorted(p.parent.name for p in METHODS_DIR.glob("*/__init__.py") if p.parent.name not in ORDER)
+    return len(ORDER) + 1 + extra.index(slug) if slug in extra else len(ORDER) + 1 + len(extra)
+
+
+@cache
+def dashboard_methods() -> dict[str, str]:
+    """Dashboard name -> the slug it declares (``METHOD = "slug"`` in ``dashboards/<name>.py``), read without
+    importing the app."""
+    out = {}
+    for path in sorted(DASHBOARD_DIR.glob("*.py")):
+        if path.stem.startswith("_"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == "METHOD" and isinstance(node.value, ast.Constant)):
+                out[path.stem] = node.value.value
+    return out
+
+
+def dashboards_of(slug: str) -> tuple[str, ...]:
+    return tuple(name for name, of in dashboard_methods().items() if of == slug)
+
+
 @cache
 def _methods() -> dict[str, Method]:
     found: list[Method] = []
@@ -89,7 +155,7 @@ def _methods() -> dict[str, Method]:
         if isinstance(method, Method):
             found.append(method)
     out: dict[str, Method] = {}
-    for method in sorted(found, key=lambda m: m.notebook):
+    for method in sorted(found, key=lambda m: position(m.slug)):
         if method.slug in out:
             raise RuntimeError(f"duplicate method slug {method.slug!r}")
         out[method.slug] = method
@@ -97,7 +163,7 @@ def _methods() -> dict[str, Method]:
 
 
 def methods() -> list[Method]:
-    """All registered methods, in notebook order."""
+    """All registered methods, in :data:`ORDER`."""
     return list(_methods().values())
 
 
@@ -120,3 +186,24 @@ def methods_markdown_table() -> str:
         dash = ", ".join(f"`{d}`" for d in m.dashboards) or "-"
         lines.append(f"| `{m.slug}` | {m.paper} | `notebooks/{m.notebook}` | {dash} | {m.title} |")
     return "\n".join(lines)
+
+
+def sync_readme(path: Path, *, write: bool = True) -> bool:
+    """Put :func:`methods_markdown_table` between the README's ``<!-- methods:start/end -->`` markers.
+
+    Returns whether the table was out of step (and, with ``write``, rewritten).
+    """
+    import re
+
+    from lab.io import atomic_write_text
+
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"(<!-- methods:start -->\n)(.*?)(\n<!-- methods:end -->)", text, re.S)
+    if match is None:
+        raise ValueError(f"{path} has no <!-- methods:start --> / <!-- methods:end --> markers")
+    table = methods_markdown_table()
+    if match.group(2).strip() == table.strip():
+        return False
+    if write:
+        atomic_write_text(path, text[: match.start(2)] + table + text[match.end(2):])
+    return True

@@ -55,8 +55,7 @@ class ReportSummary:
         lines = [f"report ({self.profile} profile)"]
         for r in self.runs:
             if r.executed and r.claims is not None:
-                n_pass = sum(c.passed for c in r.claims)
-                status = f"executed, {n_pass}/{len(r.claims)} claims hold"
+                status = f"executed, {r.claims.summary()}"
             else:
                 status = f"FAILED: {(r.error or '').strip().splitlines()[-1] if r.error else ''}"
             lines.append(f"  {r.slug:<14} {r.seconds:7.1f} s  {status}")
@@ -164,6 +163,7 @@ section h2{margin:.1rem 0 .4rem 0;font-size:1.2rem}
 table.claims{border-collapse:collapse;width:100%;margin-top:.6rem;font-size:.92rem}
 table.claims td,table.claims th{border-top:1px solid #eee;text-align:left;vertical-align:top;padding:5px 8px}
 table.claims td.pass{color:#176f2c;font-weight:bold}table.claims td.fail{color:#b00020;font-weight:bold}
+table.claims td.report{color:#555}
 pre{background:#fbeaea;padding:.6rem;overflow-x:auto;font-size:.85rem}
 table.overview{border-collapse:collapse}table.overview td,table.overview th{padding:3px 10px;text-align:left}
 """
@@ -179,8 +179,8 @@ def render_index(summary: ReportSummary) -> str:
         elif r.claims is not None and r.claims.all_passed:
             badge = '<span class="badge ok">all claims hold</span>'
         else:
-            n_pass = sum(c.passed for c in r.claims) if r.claims else 0
-            badge = f'<span class="badge warn">{n_pass}/{len(r.claims or [])} claims hold</span>'
+            text = r.claims.summary() if r.claims is not None else "no claims"
+            badge = f'<span class="badge warn">{html.escape(text)}</span>'
         link = f'<a href="{html.escape(r.html)}">notebook</a>' if r.html else "no notebook output"
         overview.append(
             f'<tr><td><a href="#{r.slug}">{html.escape(r.slug)}</a></td>'

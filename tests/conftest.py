@@ -118,3 +118,19 @@ def wait_for_bokeh(page, timeout: float = 60_000) -> None:
 
 
 os.environ.setdefault("LAB_TEST", "1")
+
+
+@pytest.fixture(scope="session")
+def ci_result():
+    """``ci_result(slug)``: the method's ``ci`` run (``lab.RunResult``), computed once per test session and shared by
+    the contract test and the method's own tests."""
+    import lab
+
+    runs: dict = {}
+
+    def get(slug: str):
+        if slug not in runs:
+            runs[slug] = lab.run(slug, "ci", progress=False)
+        return runs[slug]
+
+    return get

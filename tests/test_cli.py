@@ -24,10 +24,10 @@ def test_list(runner):
     ("args", "fragment"),
     [
         (["run", "nosuch"], "known methods: "),
-        (["run", "dam", "-p", "bogus=1"], "unknown parameter 'bogus'"),
-        (["run", "dam", "-p", "N=abc"], "N='abc' is not a valid int"),
-        (["run", "dam", "-p", "N=-4"], "allowed range"),
-        (["run", "dam", "-p", "update=never"], "allowed: 'sync', 'async'"),
+        (["run", "dam", "-p", "bogus=1"], "no parameter 'bogus'"),
+        (["run", "dam", "-p", "N=abc"], "N='abc' is not allowed; allowed: int"),
+        (["run", "dam", "-p", "N=-4"], "N=-4 is not allowed; allowed: an integer in"),
+        (["run", "dam", "-p", "update=never"], "one of 'sync', 'async'"),
         (["run", "dam", "-p", "N"], "is not FIELD=VALUE"),
         (["run", "dam", "--profile", "huge"], "allowed: ci, quick, full"),
         (["report", "nosuch"], "known methods"),
@@ -36,8 +36,8 @@ def test_list(runner):
         (["bench", "nosuch"], "known benchmarks: "),
         (["check", "missing.nc"], "no results file"),
         (["sweep", "dam"], "give at least one -g"),
-        (["sweep", "dam", "-g", "bogus=1,2"], "unknown parameter 'bogus'"),
-        (["sweep", "dam", "-g", "N=64,-3"], "allowed range"),
+        (["sweep", "dam", "-g", "bogus=1,2"], "bogus=1,2 is not allowed: dam has no parameter 'bogus'"),
+        (["sweep", "dam", "-g", "N=64,-3"], "N=-3 is not allowed"),
         (["sweep", "nosuch", "-g", "N=1"], "known methods"),
     ],
 )
@@ -63,6 +63,17 @@ def test_run_ci_saves_prints_claims_and_exits_by_claims(runner, tmp_path):
 def test_run_fields_lists_parameters(runner):
     out = runner.invoke(cli, ["run", "dam", "--fields"])
     assert out.exit_code == 0 and "alphas" in out.output and "Loads alpha" in out.output
+    assert "allowed: an integer in" in out.output
+
+
+def test_sync_check_reports_what_is_out_of_step(runner, monkeypatch):
+    from lab import notebooks
+
+    out = runner.invoke(cli, ["sync", "--check"])
+    assert out.exit_code == 0 and "everything in step" in out.output, out.output
+    monkeypatch.setattr(notebooks, "parameters_source", lambda slug: "profile = 'quick'")
+    out = runner.invoke(cli, ["sync", "--check"])
+    assert out.exit_code == 1 and "out of step: 01_dam.ipynb" in out.output
 
 
 def test_console_script_exit_code_for_bad_input(tmp_path):

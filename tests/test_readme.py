@@ -19,7 +19,7 @@ def test_method_table_matches_registry():
     table = re.search(r"<!-- methods:start -->\n(.*?)\n<!-- methods:end -->", text, re.S)
     assert table, "README lacks the methods table markers"
     assert table.group(1).strip() == methods_markdown_table().strip(), (
-        "README method table is out of date; paste lab.registry.methods_markdown_table()"
+        "README method table is out of date: run `lab sync`"
     )
 
 

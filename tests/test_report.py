@@ -35,7 +35,38 @@ def test_report_exit_code_and_index(report_dir):
     index = (folder / "index.html").read_text()
     for m in registry.methods():
         assert f'id="{m.slug}"' in index and m.notebook.replace(".ipynb", ".html") in index
-    assert 'class="claims"' in index and "measured" in index
+    assert 'class="claims"' in index and "measured" in index and "<th>control</th>" in index
+    assert "verdict" in index
+
+
+@pytest.mark.parametrize("slug", registry.slugs())
+def test_papermill_lists_every_config_field_with_its_doc(slug):
+    """`papermill --help-notebook` reads the parameters cell: every Config field, defaulting to None."""
+    import papermill as pm
+
+    from lab.config import field_specs
+
+    params = pm.inspect_notebook(str(registry.get(slug).notebook_path))
+    specs = field_specs(registry.get(slug).config)
+    assert {"profile", "result_path", *specs} <= set(params)
+    for name, spec in specs.items():
+        assert params[name]["default"] == "None"
+        assert spec.doc.split()[0] in params[name]["help"]
+
+
+def test_notebook_override_reaches_the_run(tmp_path):
+    """`papermill ... -p N 64` sets the Config field of the run the notebook saves."""
+    import papermill as pm
+
+    import lab
+
+    nb = registry.get("dam").notebook_path
+    out = tmp_path / "dam.nc"
+    pm.execute_notebook(str(nb), str(tmp_path / "dam.ipynb"), cwd=str(nb.parent), progress_bar=False,
+                        parameters={"profile": "ci", "result_path": str(out), "N": 64, "trials": 2},
+                        kernel_name="python3")
+    cfg = lab.config_of(lab.load(out))
+    assert cfg.N == 64 and cfg.trials == 2
 
 
 def _dying_execute(slug, notebook, out_dir, profile):

@@ -1,27 +1,24 @@
-"""A small shared training loop for the lab's sequence classifiers: seeded, Adam(W), warm-up + cosine, tqdm.
+"""The lab's one trainer: seeded mini-batch training with AdamW, linear warm-up and cosine decay, and a tqdm bar.
 
-:func:`fit` trains in mini-batches over in-memory tensors and calls an optional ``on_step(step, model, optimizer)``
-after each optimiser step (CompreSSM reduces its layers there). The recurrence parameters of the SSM layers (each
-layer's ``RECURRENT`` names: eigenvalues, step sizes) get their own learning rate and no weight decay, as in the
-LRU and S5 papers. Wall time counts training steps and callbacks, not evaluations.
+:func:`fit` serves every kind of model in the lab: a classifier on in-memory tensors (the default cross-entropy
+loss), a regressor (``loss="mse"``), a simulator whose batches are drawn by a sampler and whose loss is a callable
+(RecurrSim's random depth), and the losses of the coming methods (denoising score matching, adversarial, TD), all
+through ``loss(model, batch) -> scalar tensor``. It calls an optional ``on_step(step, model, optimizer)`` after each
+optimiser step (CompreSSM reduces its layers there). The recurrence parameters of the SSM layers (each layer's
+``RECURRENT`` names: eigenvalues, step sizes) get their own learning rate and no weight decay, as in the LRU and S5
+papers. Wall time counts training steps and callbacks, not evaluations.
 
-:func:`cached_weights` keeps trained weights under ``<data>/<folder>/<name>-<key16>.pt``, where ``key`` hashes
-everything that determines them; files are written atomically and read with ``weights_only=True``; a file that
-cannot be read, carries another key or does not fit the model is deleted with a warning and the model retrained.
+Trained weights are cached by :func:`lab.cache.cached_model`; threads are set by :func:`lab.core.runtime.threads`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import random
 import time
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import torch
@@ -29,11 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from lab.datasets.cache import config_hash, data_root
-from lab.io import atomic_write_bytes
-
-__all__ = ["TrainResult", "cached_weights", "evaluate", "fit", "param_groups", "seed_everything", "torch_threads",
-           "weights_path"]
+__all__ = ["LOSSES", "TrainResult", "evaluate", "fit", "lr_factor", "param_groups", "seed_everything"]
 
 
 def seed_everything(seed: int) -> None:
@@ -43,23 +36,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` torch intra-op threads and at most ``n`` Numba threads (the kernels' CPU backend),
-    then restore both (None: leave them as they are)."""
-    if not n:
-        yield
-        return
-    import numba
-
-    saved, saved_numba = torch.get_num_threads(), numba.get_num_threads()
-    torch.set_num_threads(int(n))
-    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
-        numba.set_num_threads(saved_numba)
+def lr_factor(step: int, total: int, warmup: float = 0.1) -> float:
+    """The lab's one learning-rate schedule: linear warm-up over ``max(1, round(warmup * total))`` steps, then
+    cosine decay to zero at ``total``. Multiply the peak learning rate by it."""
+    warm = max(1, int(round(warmup * total)))
+    if step < warm:
+        return (step + 1) / warm
+    return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
 
 
 def param_groups(model: nn.Module, lr: float, ssm_lr: float | None = None, weight_decay: float = 0.0) -> list[dict]:
@@ -129,12 +112,30 @@ class TrainResult:
     eval_accuracy: list[float] = field(default_factory=list)
 
 
+Batch = tuple[torch.Tensor, ...]
+Loss = Union[str, Callable[[nn.Module, Batch], torch.Tensor]]
+
+
+def _cross_entropy(model: nn.Module, batch: Batch) -> torch.Tensor:
+    x, y = batch
+    return F.cross_entropy(model(x), y)
+
+
+def _mse(model: nn.Module, batch: Batch) -> torch.Tensor:
+    x, y = batch
+    return F.mse_loss(model(x), y)
+
+
+#: named losses of :func:`fit`; any ``loss(model, batch) -> scalar`` callable works too
+LOSSES: dict[str, Callable[[nn.Module, Batch], torch.Tensor]] = {"cross_entropy": _cross_entropy, "mse": _mse}
+
+
 def fit(
     model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    epochs: int,
+    *data: torch.Tensor | Callable[[int], Batch],
+    loss: Loss = "cross_entropy",
+    epochs: int | None = None,
+    steps: int | None = None,
     batch_size: int = 64,
     lr: float = 3e-3,
     ssm_lr: float | None = None,
@@ -145,113 +146,96 @@ def fit(
     progress: bool = True,
     desc: str = "train",
     on_step: Callable[[int, nn.Module, torch.optim.Optimizer], None] | None = None,
+    callback: Callable[[int, int, float], None] | None = None,
     eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
     eval_every: int = 0,
 ) -> TrainResult:
-    """Train a classifier with AdamW, linear warm-up and cosine decay, cross-entropy loss.
+    """Train ``model`` with AdamW, linear warm-up and cosine decay (:func:`lr_factor`).
 
     Arguments:
-        model: maps ``x`` ``(batch, ...)`` to logits ``(batch, classes)``.
-        x, y: training inputs ``(n, ...)`` and integer labels ``(n,)``.
-        epochs: passes over the data (mini-batches reshuffled each epoch by a generator seeded with ``seed``).
+        model: the model; ``loss`` decides how it is called.
+        data: either tensors ``(n, ...)`` sharing their first dimension (e.g. ``x, y``), drawn in mini-batches of
+            ``batch_size`` reshuffled every epoch by a generator seeded with ``seed``; or one sampler
+            ``sample(step) -> batch`` (a tuple of tensors) called once per step, with ``steps``.
+        loss: ``"cross_entropy"`` (a classifier on ``(x, y)``), ``"mse"`` (a regressor), or
+            ``loss(model, batch) -> scalar tensor``.
+        epochs: passes over tensor data. steps: optimiser steps (a sampler needs it).
         lr, ssm_lr, weight_decay: see :func:`param_groups`.
         warmup: fraction of the steps spent warming the learning rate up linearly.
         clip: gradient-norm clip (None: off).
         on_step: called as ``on_step(step, model, optimizer)`` after every optimiser step (``step`` from 1).
-        eval_data, eval_every: test accuracy every ``eval_every`` steps and at the end.
+        callback: called as ``callback(step, total, loss)`` after every step (a dashboard's progress bar).
+        eval_data, eval_every: classification accuracy every ``eval_every`` steps and at the end.
 
     Returns:
         :class:`TrainResult`.
     """
-    n = len(x)
-    per_epoch = math.ceil(n / batch_size)
-    total = epochs * per_epoch
+    loss_fn = LOSSES[loss] if isinstance(loss, str) else loss
+    sampler = data[0] if len(data) == 1 and callable(data[0]) and not isinstance(data[0], torch.Tensor) else None
+    if sampler is not None:
+        if not steps:
+            raise ValueError("steps=None is not allowed with a sampler; allowed: a positive number of steps")
+        total, n, per_epoch, epochs = int(steps), 0, int(steps), 1
+    else:
+        if not data:
+            raise ValueError("fit() needs data: tensors (x, y, ...) or a sampler")
+        n = len(data[0])
+        per_epoch = math.ceil(n / batch_size)
+        if epochs is None:
+            if not steps:
+                raise ValueError("give epochs or steps")
+            epochs = math.ceil(steps / per_epoch)
+        total = epochs * per_epoch if steps is None else min(int(steps), epochs * per_epoch)
     opt = torch.optim.AdamW(param_groups(model, lr, ssm_lr, weight_decay), lr=lr)
-    warm = max(1, int(round(warmup * total)))
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
     gen = torch.Generator().manual_seed(seed)
     losses, step_wall, step_cpu = np.empty(total), np.zeros(total), np.zeros(total)
     result = TrainResult(steps=0, loss=losses, wall_time_s=0.0, step_wall=step_wall, step_cpu=step_cpu)
     model.train()
     step, elapsed, cpu = 0, 0.0, 0.0
     bar = tqdm(total=total, desc=desc, disable=not progress, leave=False)
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=gen)
-        for i in range(0, n, batch_size):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            idx = order[i: i + batch_size]
-            loss = F.cross_entropy(model(x[idx]), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip:
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            sched.step()
-            losses[step] = loss.item()
-            step += 1
-            if on_step is not None:
-                on_step(step, model, opt)
-            step_wall[step - 1] = time.perf_counter() - start
-            step_cpu[step - 1] = time.process_time() - start_cpu
-            elapsed += step_wall[step - 1]
-            cpu += step_cpu[step - 1]
-            bar.update(1)
-            if eval_data is not None and eval_every and (step % eval_every == 0 or step == total):
-                acc, _ = evaluate(model, *eval_data)
-                result.eval_steps.append(step)
-                result.eval_accuracy.append(acc)
-                bar.set_postfix(acc=f"{acc:.3f}")
+
+    def batches():
+        if sampler is not None:
+            for i in range(total):
+                yield sampler(i)
+            return
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=gen)
+            for i in range(0, n, batch_size):
+                idx = order[i: i + batch_size]
+                yield tuple(t[idx] for t in data)
+
+    for batch in batches():
+        if step >= total:
+            break
+        start, start_cpu = time.perf_counter(), time.process_time()
+        value = loss_fn(model, batch)
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        if clip:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        sched.step()
+        losses[step] = value.item()
+        step += 1
+        if on_step is not None:
+            on_step(step, model, opt)
+        step_wall[step - 1] = time.perf_counter() - start
+        step_cpu[step - 1] = time.process_time() - start_cpu
+        elapsed += step_wall[step - 1]
+        cpu += step_cpu[step - 1]
+        bar.update(1)
+        if callback is not None:
+            callback(step, total, float(losses[step - 1]))
+        if eval_data is not None and eval_every and (step % eval_every == 0 or step == total):
+            acc, _ = evaluate(model, *eval_data)
+            result.eval_steps.append(step)
+            result.eval_accuracy.append(acc)
+            bar.set_postfix(acc=f"{acc:.3f}")
+        elif step % 20 == 0:
+            bar.set_postfix(loss=f"{losses[step - 1]:.3g}")
     bar.close()
     model.eval()
     result.steps, result.wall_time_s, result.cpu_time_s = step, elapsed, cpu
     return result
-
-
-# ------------------------------------------------------------------------------------------------------------------
-def weights_path(folder: str, name: str, config: Mapping[str, Any], root=None) -> Path:
-    """Where the weights of ``(name, config)`` live (whether or not they exist)."""
-    return data_root(root) / folder / f"{name}-{config_hash(config, name)[:16]}.pt"
-
-
-def cached_weights(model: nn.Module, folder: str, name: str, config: Mapping[str, Any],
-                   train: Callable[[nn.Module], Any], *, root=None, use_cache: bool = True) -> tuple[nn.Module, bool]:
-    """Load ``model``'s trained weights from the cache, or train it with ``train(model)`` and store them.
-
-    Arguments:
-        model: a freshly built model (its parameter shapes are those of the cached state dict).
-        folder, name: the file is ``<data>/<folder>/<name>-<key16>.pt``.
-        config: JSON-serialisable; everything that determines the weights.
-        train: trains ``model`` in place (called only on a miss).
-        root: data directory (default :func:`lab.datasets.cache.data_root`).
-        use_cache: False trains without reading or writing the cache.
-
-    Returns:
-        ``(model, loaded)``: ``loaded`` is True when the weights came from the cache.
-    """
-    if not use_cache:
-        train(model)
-        return model, False
-    key = config_hash(config, name)
-    path = weights_path(folder, name, config, root)
-    if path.exists():
-        try:
-            blob = torch.load(path, map_location="cpu", weights_only=True)
-            if blob.get("key") != key:
-                raise ValueError("key does not match the config")
-            model.load_state_dict(blob["state_dict"], strict=True)
-            return model, True
-        except Exception as exc:  # noqa: BLE001 - any bad file is rebuilt
-            warnings.warn(f"cached weights {path} rejected ({type(exc).__name__}: {exc}); retraining",
-                          RuntimeWarning, stacklevel=2)
-            path.unlink(missing_ok=True)
-    train(model)
-    buffer = io.BytesIO()
-    torch.save({"key": key, "config": dict(config), "state_dict": model.state_dict()}, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
-    return model, False

@@ -1,4 +1,4 @@
-"""Tests of lab.datasets.cache: keys, atomic writes, rejection of corrupt files."""
+"""Tests of lab.cache: keys, atomic writes, rejection of corrupt files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from lab.datasets import cache
-from lab.datasets.cache import cache_path, cached_dataset, config_hash, data_root, dataset_checksum, project_root
+from lab.cache import cache_path, cached_dataset, config_hash, data_root, dataset_checksum, project_root
 
 CONFIG = {"equation": "toy", "n": 3, "nested": {"nu": 0.1, "modes": [1, 2]}}
 

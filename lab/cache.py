@@ -1,4 +1,17 @@
-"""On-disk cache for generated data sets, shared by every generator of the lab.
+"""The lab's one cache: generated data sets, trained weights (with their curves) and an in-memory memo.
+
+Three calls, all keyed by a content hash of the config that determines what they hold:
+
+* :func:`cached_dataset` (xarray data sets, NetCDF, checksummed; described below),
+* :func:`cached_model` (a trained ``nn.Module`` with its loss curves and metadata) and the lower-level
+  :func:`cached_state` (any dict of tensors, arrays, numbers and strings): ``<data>/<folder>/<name>-<key16>.pt``,
+  written atomically, read with ``weights_only=True``; a file that cannot be read, carries another key or does not
+  fit the model is deleted with a ``RuntimeWarning`` and rebuilt,
+* :func:`memo`, a thread-safe in-memory cache for a process (dashboards, notebooks): one computation per key even
+  when several threads ask at once.
+
+Data sets
+---------
 
 A data set is identified by a ``name`` (e.g. ``"pde-ks"``) and a JSON-serialisable
 ``config`` dict holding everything that determines its contents (equation,
@@ -38,10 +51,14 @@ Integrity:
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import functools
 import hashlib
 import json
 import os
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -54,12 +71,17 @@ import xarray as xr
 from lab.io import atomic_path
 
 __all__ = [
+    "Trained",
     "cache_path",
     "cached_dataset",
+    "cached_model",
+    "cached_state",
     "config_hash",
     "data_root",
     "dataset_checksum",
+    "memo",
     "project_root",
+    "state_path",
 ]
 
 ENGINE = "h5netcdf"
@@ -317,3 +339,205 @@ def cached_dataset(
     if validate is not None:
         validate(result)
     return result
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Trained weights and other state: torch files read with weights_only=True
+# --------------------------------------------------------------------------------------------------------------------
+def state_path(folder: str, name: str, config: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None
+               ) -> Path:
+    """Where :func:`cached_state` keeps ``(name, config)`` (whether or not it exists)."""
+    _check_name(folder)
+    _check_name(name)
+    return data_root(root) / folder / f"{name}-{config_hash(config, name)[:16]}.pt"
+
+
+def cached_state(
+    folder: str,
+    name: str,
+    config: Mapping[str, Any],
+    build: Callable[[], dict[str, Any]],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    check: Callable[[dict[str, Any]], None] | None = None,
+    refresh: bool = False,
+    use_cache: bool = True,
+) -> tuple[dict[str, Any], bool]:
+    """A dict of tensors (and numbers, strings, lists, nested dicts) for ``(name, config)``: loaded, or built.
+
+    Arguments:
+        folder, name: the file is ``<data>/<folder>/<name>-<key16>.pt``.
+        config: JSON-serialisable; everything that determines the state (include a format version).
+        build: makes the state on a miss (numpy arrays are stored as tensors).
+        check: optional test of a loaded state (raise to reject the file, e.g. when it does not fit a model).
+        refresh: rebuild even when a valid file exists. use_cache: False builds without reading or writing.
+
+    Returns:
+        ``(state, loaded)``; ``loaded`` is True when the state came from the file.
+    """
+    import torch
+
+    if not use_cache:
+        return build(), False
+    key = config_hash(config, name)
+    path = state_path(folder, name, config, root=root)
+    if path.exists() and not refresh:
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(blob, dict) or blob.get("key") != key or "state" not in blob:
+                raise ValueError("not a cache file for this config")
+            if check is not None:
+                check(blob["state"])
+            return blob["state"], True
+        except Exception as exc:  # noqa: BLE001 - any unreadable, truncated or foreign file is rebuilt
+            warnings.warn(f"cache file {path} rejected ({type(exc).__name__}: {exc}); rebuilding", RuntimeWarning,
+                          stacklevel=2)
+            path.unlink(missing_ok=True)
+    state = _tensors(build())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_temps(path.parent, f".{path.name}.")
+    with atomic_path(path, fsync=True) as tmp:
+        torch.save({"key": key, "config": json.loads(_canonical_json(dict(config))), "state": state}, tmp)
+    return state, False
+
+
+def _tensors(obj: Any) -> Any:
+    import torch
+
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {str(k): _tensors(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_tensors(v) for v in obj]
+    return obj
+
+
+@dataclasses.dataclass
+class Trained:
+    """What :func:`cached_model` returns.
+
+    Attributes:
+        model: the trained model, in eval mode.
+        curves: named training curves (``loss`` and whatever the trainer recorded) as numpy arrays.
+        meta: JSON-able facts about the training (seconds, steps, ...).
+        loaded: True when the weights came from the cache.
+        path: the cache file.
+    """
+
+    model: Any
+    curves: dict[str, np.ndarray]
+    meta: dict[str, Any]
+    loaded: bool
+    path: Path | None
+
+
+def cached_model(
+    folder: str,
+    name: str,
+    config: Mapping[str, Any],
+    build: Callable[[], Any],
+    train: Callable[[Any], Mapping[str, Any] | None],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+    use_cache: bool = True,
+) -> Trained:
+    """A trained ``nn.Module`` for ``(name, config)``: its weights loaded from the cache, or trained and stored.
+
+    Arguments:
+        folder, name, config, root, refresh, use_cache: as for :func:`cached_state`.
+        build: a freshly initialised model (its state dict must fit the stored one).
+        train: trains the model in place on a miss; returns None or a mapping with optional ``curves``
+            (name -> 1-D array) and ``meta`` (JSON-able facts, e.g. training seconds).
+
+    Returns:
+        :class:`Trained`.
+    """
+    model = build()
+
+    def make() -> dict[str, Any]:
+        out = dict(train(model) or {})
+        return {"state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()},
+                "curves": {k: np.asarray(v) for k, v in dict(out.get("curves", {})).items()},
+                "meta": dict(out.get("meta", {}))}
+
+    def fits(state: dict[str, Any]) -> None:
+        model.load_state_dict(state["state_dict"], strict=True)
+
+    state, loaded = cached_state(folder, name, config, make, root=root, check=fits, refresh=refresh,
+                                 use_cache=use_cache)
+    model.eval()
+    curves = {k: np.asarray(v) for k, v in state["curves"].items()}
+    path = state_path(folder, name, config, root=root) if use_cache else None
+    return Trained(model, curves, dict(state["meta"]), loaded, path)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# In memory
+# --------------------------------------------------------------------------------------------------------------------
+def _memo_key(value: Any) -> Any:
+    if hasattr(value, "to_json") and callable(value.to_json):
+        return (type(value).__qualname__, value.to_json())
+    if isinstance(value, (list, tuple)):
+        return tuple(_memo_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _memo_key(v)) for k, v in value.items()))
+    if isinstance(value, float):
+        return round(value, 12)
+    hash(value)  # raises TypeError for an unhashable argument: memoise only on plain values and configs
+    return value
+
+
+def memo(maxsize: int = 32):
+    """Decorator: keep the last ``maxsize`` results of a function in memory, keyed by its arguments.
+
+    Configs (anything with ``to_json``), numbers, strings and tuples make keys; floats are rounded to 12 digits.
+    Thread-safe: when several threads ask for the same key at once, one computes and the others wait for it (a
+    dashboard's background job and its views). ``f.cache_clear()`` empties it; ``f.cached(*args)`` says whether a
+    result is ready.
+    """
+
+    def decorate(fn):
+        results: collections.OrderedDict = collections.OrderedDict()
+        locks: dict[Any, threading.Lock] = {}
+        guard = threading.Lock()
+
+        def key_of(args, kwargs):
+            return (_memo_key(args), _memo_key(kwargs))
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            key = key_of(args, kwargs)
+            with guard:
+                if key in results:
+                    results.move_to_end(key)
+                    return results[key]
+                lock = locks.setdefault(key, threading.Lock())
+            with lock:
+                with guard:
+                    if key in results:
+                        return results[key]
+                value = fn(*args, **kwargs)
+                with guard:
+                    results[key] = value
+                    while len(results) > maxsize:
+                        results.popitem(last=False)
+                    locks.pop(key, None)
+                return value
+
+        def cached(*args, **kwargs) -> bool:
+            with guard:
+                return key_of(args, kwargs) in results
+
+        def cache_clear() -> None:
+            with guard:
+                results.clear()
+
+        wrapper.cached = cached
+        wrapper.cache_clear = cache_clear
+        return wrapper
+
+    return decorate

@@ -1,0 +1,75 @@
+"""The notebooks' papermill-native parameters cell, generated from each method's Config.
+
+A method's notebook has one cell tagged ``parameters``::
+
+    profile = "quick"  # ci, quick or full
+    result_path = ""  # where to save the results NetCDF ("": not saved)
+    N = None  # int, an integer in [16, 100000]: Number of spins. (None: the profile's value)
+    ...
+
+so that ``papermill --help-notebook notebooks/01_dam.ipynb`` lists every field with its doc and
+``papermill notebooks/01_dam.ipynb out.ipynb -p N 512`` overrides one. The notebook then runs::
+
+    result = lab.run("dam", profile, save_to=result_path, **lab.notebook_overrides("dam", globals()))
+
+:func:`parameters_source` writes the cell from the Config; ``lab sync`` rewrites every notebook's cell (and the
+README's method table) and a test keeps them in step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lab import registry
+from lab.config import PROFILE_NAMES, _type_name, field_specs
+from lab.io import atomic_write_text
+
+__all__ = ["notebook_overrides", "parameters_source", "sync_parameters"]
+
+
+def parameters_source(slug: str) -> str:
+    """The text of method ``slug``'s parameters cell."""
+    cfg = registry.get(slug).config
+    lines = [
+        f'profile = "quick"  # {", ".join(PROFILE_NAMES)}: the values of every field left at None',
+        'result_path = ""  # where to save the results NetCDF ("": not saved)',
+    ]
+    for spec in field_specs(cfg).values():
+        allowed = spec.allowed()
+        doc = " ".join(spec.doc.split())
+        lines.append(f"{spec.name} = None  # {_type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
+    return "\n".join(lines)
+
+
+def notebook_overrides(slug: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The Config fields a notebook's parameters cell set to something other than None (papermill's ``-p``)."""
+    names = field_specs(registry.get(slug).config)
+    return {k: namespace[k] for k in names if namespace.get(k) is not None}
+
+
+def _parameters_cell(nb: dict) -> dict:
+    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"expected one cell tagged 'parameters', found {len(cells)}")
+    return cells[0]
+
+
+def sync_parameters(slug: str, path: str | Path | None = None) -> bool:
+    """Rewrite the parameters cell of ``slug``'s notebook from its Config; returns whether it changed."""
+    path = Path(path) if path is not None else registry.get(slug).notebook_path
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cell = _parameters_cell(nb)
+    new = parameters_source(slug)
+    if "".join(cell["source"]) == new:
+        return False
+    cell["source"] = new.splitlines(keepends=True)
+    atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return True
+
+
+def parameters_in_notebook(slug: str) -> str:
+    nb = json.loads(registry.get(slug).notebook_path.read_text(encoding="utf-8"))
+    return "".join(_parameters_cell(nb)["source"])

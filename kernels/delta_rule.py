@@ -1,0 +1,216 @@
+"""The delta rule, gated and with several Householder substeps per token (DeltaNet, Gated DeltaNet, DeltaProduct).
+
+Per head the state is a matrix ``S`` of shape ``(d_v, d_k)``. For every token ``t``::
+
+    S <- alpha_t S                                           (gate: alpha_t = exp(g_t), g_t <= 0, kept in log space)
+    for j in 1..n_h:  S <- S (I - beta_tj k_tj k_tj^T) + beta_tj v_tj k_tj^T
+    o_t = S q_t
+
+Keys are L2-normalised by the caller; ``beta`` in [0, 2] (beta > 1 gives the transition a negative eigenvalue, the
+DeltaProduct / "negative eigenvalues" state-tracking trick). Three paths compute it:
+
+* :func:`delta_rule_ref`: the sequential recurrence, token by token and substep by substep (readable, the reference).
+* ``mode="chunked"`` (the default of :func:`delta_rule`): the WY / UT form. Inside a chunk the state updates are
+  written ``S_r = G_r S_0 + sum_{i<=r} (G_r / G_i) u_i k_i^T`` with cumulative decays ``G``; the pseudo-values ``u``
+  solve one unit lower-triangular system ``(I + A) U = diag(beta) (V - diag(G) K S_0^T)`` with
+  ``A_ri = beta_r (G_r / G_i) k_r . k_i`` (i < r), and the outputs are a masked matmul. Only chunk-end states cross
+  chunks. The ``n_h`` substeps of a token are interleaved as ``n_h`` positions of the sequence (the gate on the first,
+  the query read after the last), as DeltaProduct does.
+* ``mode="recurrent"``: :func:`delta_rule_step` in a loop (the decode path).
+
+All paths are torch ops, so autograd is free; half-precision inputs are computed in float32 and returned in their
+own dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._common import check_backend
+
+__all__ = ["delta_rule", "delta_rule_ref", "delta_rule_step"]
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+MODES = ("chunked", "recurrent")
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _check(q, k, v, beta, gate, initial_state, num_householder):
+    """Validate shapes and dtypes; return k, v, beta with an explicit substep axis and the sizes."""
+    for name, t in {"q": q, "k": k, "v": v, "beta": beta, "gate": gate, "initial_state": initial_state}.items():
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{name} has dtype {t.dtype}; allowed: float16, bfloat16, float32, float64")
+        if t.device != q.device:
+            raise ValueError(f"{name} is on {t.device} but q is on {q.device}")
+    if not isinstance(num_householder, int) or isinstance(num_householder, bool) or num_householder < 1:
+        raise ValueError(f"num_householder={num_householder!r} is not allowed; allowed: an integer >= 1")
+    if q.dim() != 4:
+        raise ValueError(f"q must be (batch, heads, length, d_k); got shape {tuple(q.shape)}")
+    bsz, heads, length, d_k = q.shape
+    nh = num_householder
+    if nh == 1 and k.dim() == 4:
+        k, v, beta = k[:, :, :, None], v[:, :, :, None], beta[..., None]
+    if k.dim() != 5 or tuple(k.shape) != (bsz, heads, length, nh, d_k):
+        raise ValueError(f"k has shape {tuple(k.shape)}; (batch, heads, length{', n_h' if nh > 1 else ''}, d_k) = "
+                         f"{(bsz, heads, length) + ((nh,) if nh > 1 else ()) + (d_k,)} is required")
+    if v.dim() != 5 or tuple(v.shape[:4]) != (bsz, heads, length, nh):
+        raise ValueError(f"v has shape {tuple(v.shape)}; (batch, heads, length{', n_h' if nh > 1 else ''}, d_v) "
+                         "is required")
+    d_v = v.shape[-1]
+    if tuple(beta.shape) != (bsz, heads, length, nh):
+        raise ValueError(f"beta has shape {tuple(beta.shape)}; (batch, heads, length{', n_h' if nh > 1 else ''}) "
+                         "is required")
+    if gate is not None and tuple(gate.shape) != (bsz, heads, length):
+        raise ValueError(f"gate has shape {tuple(gate.shape)}; (batch, heads, length) = {(bsz, heads, length)} "
+                         "is required")
+    if initial_state is not None and tuple(initial_state.shape) != (bsz, heads, d_v, d_k):
+        raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}; (batch, heads, d_v, d_k) = "
+                         f"{(bsz, heads, d_v, d_k)} is required")
+    return k, v, beta, (bsz, heads, length, nh, d_k, d_v)
+
+
+def delta_rule_step(state, q, k, v, beta, gate=None):
+    """One token of the delta rule: the decode step.
+
+    Arguments:
+        state: ``(batch, heads, d_v, d_k)``.
+        q: ``(batch, heads, d_k)``.
+        k: ``(batch, heads, d_k)`` or ``(batch, heads, n_h, d_k)``; v: ``(batch, heads, d_v)`` or
+            ``(batch, heads, n_h, d_v)``; beta: ``(batch, heads)`` or ``(batch, heads, n_h)``.
+        gate: ``(batch, heads)`` log decay, or None.
+
+    Returns:
+        ``(o, new_state)``: o ``(batch, heads, d_v)`` in q's dtype, new_state in the state's dtype.
+    """
+    out_dtype, state_dtype = q.dtype, state.dtype
+    work = _work_dtype(torch.promote_types(q.dtype, state.dtype))
+    if k.dim() == 3:
+        k, v, beta = k[:, :, None], v[:, :, None], beta[..., None]
+    S = state.to(work)
+    if gate is not None:
+        S = S * torch.exp(gate.to(work))[..., None, None]
+    for j in range(k.shape[2]):
+        kj, vj, bj = k[:, :, j].to(work), v[:, :, j].to(work), beta[:, :, j].to(work)
+        err = torch.einsum("bhvk,bhk->bhv", S, kj) - vj  # (batch, heads, d_v): what S predicts for k, minus v
+        S = S - bj[..., None, None] * err[..., :, None] * kj[..., None, :]
+    o = torch.einsum("bhvk,bhk->bhv", S, q.to(work))
+    return o.to(out_dtype), S.to(state_dtype)
+
+
+def delta_rule_ref(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False):
+    """The sequential recurrence (see the module docstring); same arguments and returns as :func:`delta_rule`."""
+    k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    work = _work_dtype(q.dtype)
+    S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
+         else initial_state.to(work))
+    outs = []
+    for t in range(length):
+        S = S if gate is None else S * torch.exp(gate[:, :, t].to(work))[..., None, None]
+        for j in range(nh):
+            kj, vj, bj = k[:, :, t, j].to(work), v[:, :, t, j].to(work), beta[:, :, t, j].to(work)
+            S = S @ (torch.eye(d_k, dtype=work, device=q.device) - bj[..., None, None] * kj[..., :, None]
+                     * kj[..., None, :]) + bj[..., None, None] * vj[..., :, None] * kj[..., None, :]
+        outs.append(S @ q[:, :, t].to(work)[..., None])
+    o = torch.stack(outs, dim=2)[..., 0].to(q.dtype) if length else q.new_zeros(bsz, heads, 0, d_v)
+    return (o, S.to(q.dtype)) if output_final_state else o
+
+
+def _chunk(q, k, v, beta, g, S0, last):
+    """One chunk of the WY form over ``C`` interleaved positions.
+
+    Arguments:
+        q, k: ``(b, h, C, d_k)``; v: ``(b, h, C, d_v)``; beta, g: ``(b, h, C)`` (g: log decay at each position);
+        S0: ``(b, h, d_v, d_k)``; last: ``(C,)`` bool, positions whose output is read.
+    Returns:
+        outputs at the ``last`` positions ``(b, h, n_last, d_v)`` and the chunk-end state.
+    """
+    C = q.shape[2]
+    gamma = torch.cumsum(g, dim=-1)  # (b, h, C) cumulative log decay
+    diff = gamma[..., :, None] - gamma[..., None, :]  # log(G_r / G_i)
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    strict = causal.clone().fill_diagonal_(False)
+    decay = torch.exp(diff.masked_fill(~causal, float("-inf")))  # (b, h, C, C): G_r / G_i for i <= r, else 0
+    kk = k @ k.transpose(-1, -2)  # (b, h, C, C)
+    A = (beta[..., :, None] * decay * kk).masked_fill(~strict, 0.0)
+    G = torch.exp(gamma)  # (b, h, C)
+    rhs = beta[..., None] * (v - G[..., None] * (k @ S0.transpose(-1, -2)))  # (b, h, C, d_v)
+    eye = torch.eye(C, dtype=q.dtype, device=q.device)
+    U = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)  # (b, h, C, d_v)
+    ql = q[:, :, last]
+    qk = (ql @ k.transpose(-1, -2)) * decay[:, :, last]  # (b, h, n_last, C)
+    o = G[:, :, last, None] * (ql @ S0.transpose(-1, -2)) + qk @ U
+    tail = torch.exp(gamma[..., -1:] - gamma)  # (b, h, C): G_C / G_i
+    S_end = G[..., -1, None, None] * S0 + (U * tail[..., None]).transpose(-1, -2) @ k
+    return o, S_end
+
+
+def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False,
+               chunk_size=64, mode="chunked", backend="auto"):
+    """The gated delta rule with ``num_householder`` substeps per token, equal to :func:`delta_rule_ref`.
+
+    Arguments:
+        q: ``(batch, heads, length, d_k)``.
+        k: ``(batch, heads, length, n_h, d_k)``; v: ``(batch, heads, length, n_h, d_v)``; beta:
+            ``(batch, heads, length, n_h)``; the ``n_h`` axis is omitted when ``num_householder=1``.
+        gate: ``(batch, heads, length)``, log alpha_t (<= 0), or None (no decay).
+        initial_state: ``(batch, heads, d_v, d_k)`` or None (zeros).
+        num_householder: substeps n_h per token.
+        output_final_state: also return the final state.
+        chunk_size: tokens per chunk of the WY form.
+        mode: ``chunked`` (WY form) or ``recurrent`` (:func:`delta_rule_step` in a loop).
+        backend: ``auto`` or ``torch`` (the only backend so far).
+
+    Returns:
+        o ``(batch, heads, length, d_v)``, and the final state ``(batch, heads, d_v, d_k)`` if asked.
+    """
+    check_backend(backend)
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"backend={backend!r} is not allowed for delta_rule; allowed: 'auto', 'torch'")
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not allowed; allowed: {', '.join(map(repr, MODES))}")
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size={chunk_size!r} is not allowed; allowed: an integer >= 1")
+    k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    work = _work_dtype(q.dtype)
+    S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
+         else initial_state.to(work))
+    if mode == "recurrent":
+        outs = []
+        for t in range(length):
+            o_t, S = delta_rule_step(S, q[:, :, t].to(work), k[:, :, t], v[:, :, t], beta[:, :, t],
+                                     None if gate is None else gate[:, :, t])
+            outs.append(o_t)
+        o = torch.stack(outs, dim=2) if outs else q.new_zeros(bsz, heads, 0, d_v, dtype=work)
+        o = o.to(q.dtype)
+        return (o, S.to(q.dtype)) if output_final_state else o
+    # interleave the substeps: position t * n_h + j; the gate on j = 0, the query read after j = n_h - 1
+    T = length * nh
+    kf = k.to(work).reshape(bsz, heads, T, d_k)
+    vf = v.to(work).reshape(bsz, heads, T, d_v)
+    bf = beta.to(work).reshape(bsz, heads, T)
+    gf = torch.zeros(bsz, heads, length, nh, dtype=work, device=q.device)
+    if gate is not None:
+        gf[..., 0] = gate.to(work)
+    gf = gf.reshape(bsz, heads, T)
+    qf = torch.zeros(bsz, heads, length, nh, d_k, dtype=work, device=q.device)
+    qf[:, :, :, -1] = q.to(work)
+    qf = qf.reshape(bsz, heads, T, d_k)
+    step = chunk_size * nh
+    outs = []
+    for start in range(0, T, step):
+        stop = min(start + step, T)
+        last = torch.zeros(stop - start, dtype=torch.bool, device=q.device)
+        last[nh - 1:: nh] = True
+        o, S = _chunk(qf[:, :, start:stop], kf[:, :, start:stop], vf[:, :, start:stop], bf[:, :, start:stop],
+                      gf[:, :, start:stop], S, last)
+        outs.append(o)
+    o = torch.cat(outs, dim=2) if outs else q.new_zeros(bsz, heads, 0, d_v, dtype=work)
+    o = o.to(q.dtype)
+    return (o, S.to(q.dtype)) if output_final_state else o

@@ -1,0 +1,101 @@
+"""kernels.delta_rule: the chunked WY form and the recurrent path equal the sequential reference; gradients in
+float64; half precision within stated tolerances; the decode step equals the parallel form after a prefill."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels.delta_rule import delta_rule, delta_rule_ref, delta_rule_step
+
+
+def _inputs(nh=1, b=2, h=2, L=19, dk=6, dv=5, dtype=torch.float64, gate=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    sub = (b, h, L, nh) if nh > 1 else (b, h, L)
+    q = torch.randn(b, h, L, dk, generator=g, dtype=dtype)
+    k = F.normalize(torch.randn(*sub, dk, generator=g, dtype=torch.float64), dim=-1).to(dtype)
+    v = torch.randn(*sub, dv, generator=g, dtype=dtype)
+    beta = (torch.rand(*sub, generator=g, dtype=torch.float64) * 2).to(dtype)  # up to 2: negative eigenvalues
+    lg = (-torch.rand(b, h, L, generator=g, dtype=torch.float64) * 0.3).to(dtype) if gate else None
+    S0 = torch.randn(b, h, dv, dk, generator=g, dtype=dtype)
+    return q, k, v, beta, lg, S0
+
+
+@pytest.mark.parametrize("nh", [1, 2, 3])
+@pytest.mark.parametrize("gate", [True, False])
+@pytest.mark.parametrize("chunk", [1, 4, 64])
+def test_chunked_and_recurrent_equal_the_reference(nh, gate, chunk):
+    q, k, v, beta, lg, S0 = _inputs(nh, gate=gate)
+    kw = dict(gate=lg, initial_state=S0, num_householder=nh, output_final_state=True)
+    o_ref, s_ref = delta_rule_ref(q, k, v, beta, **kw)
+    for mode in ("chunked", "recurrent"):
+        o, s = delta_rule(q, k, v, beta, chunk_size=chunk, mode=mode, **kw)
+        torch.testing.assert_close(o, o_ref, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(s, s_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_a_reference_step_is_the_householder_update():
+    """One token, no gate, beta = 1 and a unit key: S k becomes v exactly (the delta rule's write)."""
+    q, k, v, beta, _, S0 = _inputs(L=1)
+    beta = torch.ones_like(beta)
+    _, S = delta_rule_ref(q, k, v, beta, initial_state=S0, output_final_state=True)
+    torch.testing.assert_close(torch.einsum("bhvk,bhk->bhv", S, k[:, :, 0]), v[:, :, 0])
+
+
+@pytest.mark.parametrize("nh", [1, 2])
+def test_gradcheck_float64(nh):
+    q, k, v, beta, lg, S0 = _inputs(nh, b=1, h=1, L=5, dk=3, dv=2)
+    args = [t.clone().requires_grad_() for t in (q, k, v, beta, lg, S0)]
+
+    def f(q, k, v, beta, lg, S0):
+        return delta_rule(q, k, v, beta, gate=lg, initial_state=S0, num_householder=nh, chunk_size=2,
+                          output_final_state=True)
+
+    assert torch.autograd.gradcheck(f, args)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.bfloat16, 0.1), (torch.float16, 2e-2)])
+def test_half_precision_computes_in_float32(dtype, tol):
+    q, k, v, beta, lg, S0 = _inputs(2, dtype=torch.float64)
+    ref = delta_rule_ref(q, k, v, beta, gate=lg, initial_state=S0, num_householder=2)
+    args = [t.to(dtype) for t in (q, k, v, beta, lg, S0)]
+    out = delta_rule(*args[:4], gate=args[4], initial_state=args[5], num_householder=2, chunk_size=8)
+    assert out.dtype == dtype
+    err = (out.double() - ref).abs().max() / ref.abs().max()
+    assert err < tol
+
+
+def test_step_equals_parallel_after_a_prefill():
+    q, k, v, beta, lg, S0 = _inputs(2, L=16)
+    o_all = delta_rule(q, k, v, beta, gate=lg, initial_state=S0, num_householder=2)
+    _, S = delta_rule(q[:, :, :9], k[:, :, :9], v[:, :, :9], beta[:, :, :9], gate=lg[:, :, :9], initial_state=S0,
+                      num_householder=2, output_final_state=True)
+    for t in range(9, 16):
+        o_t, S = delta_rule_step(S, q[:, :, t], k[:, :, t], v[:, :, t], beta[:, :, t], lg[:, :, t])
+        torch.testing.assert_close(o_t, o_all[:, :, t])
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (dict(num_householder=0), "num_householder=0 is not allowed"),
+        (dict(chunk_size=0), "chunk_size=0 is not allowed"),
+        (dict(mode="fast"), "mode='fast' is not allowed"),
+        (dict(backend="numba"), "backend='numba' is not allowed for delta_rule"),
+        (dict(gate=torch.zeros(2, 2, 3)), "gate has shape (2, 2, 3)"),
+        (dict(initial_state=torch.zeros(2, 2, 6, 5)), "initial_state has shape (2, 2, 6, 5)"),
+    ],
+)
+def test_bad_input_names_the_argument(change, fragment):
+    q, k, v, beta, _, _ = _inputs(dtype=torch.float32)
+    kw = dict(gate=None, initial_state=None) | change
+    with pytest.raises(ValueError) as info:
+        delta_rule(q, k, v, beta, **kw)
+    assert fragment in str(info.value)
+
+
+def test_integer_input_is_refused():
+    q, k, v, beta, _, _ = _inputs(dtype=torch.float32)
+    with pytest.raises(TypeError, match="q has dtype torch.int64"):
+        delta_rule(q.long(), k, v, beta)

@@ -104,14 +104,18 @@ def delta_rule_step(state, q, k, v, beta, gate=None):
     return o.to(out_dtype), S.to(state_dtype)
 
 
-def delta_rule_ref(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False):
+def delta_rule_ref(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False,
+                   seq_idx=None):
     """The sequential recurrence (see the module docstring); same arguments and returns as :func:`delta_rule`."""
     k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    _check_seq_idx(seq_idx, bsz, length)
     work = _work_dtype(q.dtype)
     S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
          else initial_state.to(work))
     outs = []
     for t in range(length):
+        if seq_idx is not None and t > 0:
+            S = S * (seq_idx[:, t] == seq_idx[:, t - 1]).to(work)[:, None, None, None]
         S = S if gate is None else S * torch.exp(gate[:, :, t].to(work))[..., None, None]
         for j in range(nh):
             kj, vj, bj = k[:, :, t, j].to(work), v[:, :, t, j].to(work), beta[:, :, t, j].to(work)
@@ -122,12 +126,21 @@ def delta_rule_ref(q, k, v, beta, *, gate=None, initial_state=None, num_househol
     return (o, S.to(q.dtype)) if output_final_state else o
 
 
-def _chunk(q, k, v, beta, g, S0, last):
+def _check_seq_idx(seq_idx, bsz, length):
+    if seq_idx is not None and (not isinstance(seq_idx, torch.Tensor) or seq_idx.dtype.is_floating_point
+                                or tuple(seq_idx.shape) != (bsz, length)):
+        raise ValueError(f"seq_idx must be an integer tensor of shape {(bsz, length)}; got "
+                         f"{getattr(seq_idx, 'shape', seq_idx)}")
+
+
+def _chunk(q, k, v, beta, g, S0, last, seq=None, ran_in=None):
     """One chunk of the WY form over ``C`` interleaved positions.
 
     Arguments:
         q, k: ``(b, h, C, d_k)``; v: ``(b, h, C, d_v)``; beta, g: ``(b, h, C)`` (g: log decay at each position);
         S0: ``(b, h, d_v, d_k)``; last: ``(C,)`` bool, positions whose output is read.
+        seq: ``(b, C)`` packed-sequence index of each position, or None; ran_in: ``(b,)`` the sequence whose state
+            enters the chunk.
     Returns:
         outputs at the ``last`` positions ``(b, h, n_last, d_v)`` and the chunk-end state.
     """
@@ -137,22 +150,29 @@ def _chunk(q, k, v, beta, g, S0, last):
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     strict = causal.clone().fill_diagonal_(False)
     decay = torch.exp(diff.masked_fill(~causal, float("-inf")))  # (b, h, C, C): G_r / G_i for i <= r, else 0
+    G = torch.exp(gamma)  # (b, h, C)
+    tail = torch.exp(gamma[..., -1:] - gamma)  # (b, h, C): G_C / G_i
+    G_in, G_end = G, G[..., -1, None, None]
+    if seq is not None:  # no position sees another sequence; the entering state only its own
+        same = (seq[:, :, None] == seq[:, None, :]).to(q.dtype)[:, None]  # (b, 1, C, C)
+        decay = decay * same
+        G_in = G * (seq == ran_in[:, None]).to(q.dtype)[:, None]
+        tail = tail * (seq == seq[:, -1:]).to(q.dtype)[:, None]
+        G_end = G_end * (seq[:, -1] == ran_in).to(q.dtype)[:, None, None, None]
     kk = k @ k.transpose(-1, -2)  # (b, h, C, C)
     A = (beta[..., :, None] * decay * kk).masked_fill(~strict, 0.0)
-    G = torch.exp(gamma)  # (b, h, C)
-    rhs = beta[..., None] * (v - G[..., None] * (k @ S0.transpose(-1, -2)))  # (b, h, C, d_v)
+    rhs = beta[..., None] * (v - G_in[..., None] * (k @ S0.transpose(-1, -2)))  # (b, h, C, d_v)
     eye = torch.eye(C, dtype=q.dtype, device=q.device)
     U = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)  # (b, h, C, d_v)
     ql = q[:, :, last]
     qk = (ql @ k.transpose(-1, -2)) * decay[:, :, last]  # (b, h, n_last, C)
-    o = G[:, :, last, None] * (ql @ S0.transpose(-1, -2)) + qk @ U
-    tail = torch.exp(gamma[..., -1:] - gamma)  # (b, h, C): G_C / G_i
-    S_end = G[..., -1, None, None] * S0 + (U * tail[..., None]).transpose(-1, -2) @ k
+    o = G_in[:, :, last, None] * (ql @ S0.transpose(-1, -2)) + qk @ U
+    S_end = G_end * S0 + (U * tail[..., None]).transpose(-1, -2) @ k
     return o, S_end
 
 
 def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False,
-               chunk_size=64, mode="chunked", backend="auto"):
+               seq_idx=None, chunk_size=64, mode="chunked", backend="auto"):
     """The gated delta rule with ``num_householder`` substeps per token, equal to :func:`delta_rule_ref`.
 
     Arguments:
@@ -163,6 +183,8 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
         initial_state: ``(batch, heads, d_v, d_k)`` or None (zeros).
         num_householder: substeps n_h per token.
         output_final_state: also return the final state.
+        seq_idx: ``(batch, length)`` integer index of packed sequences (non-decreasing), or None: the state resets
+            to zero where it changes (the initial state belongs to the first sequence).
         chunk_size: tokens per chunk of the WY form.
         mode: ``chunked`` (WY form) or ``recurrent`` (:func:`delta_rule_step` in a loop).
         backend: ``auto`` or ``torch`` (the only backend so far).
@@ -178,12 +200,15 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size={chunk_size!r} is not allowed; allowed: an integer >= 1")
     k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    _check_seq_idx(seq_idx, bsz, length)
     work = _work_dtype(q.dtype)
     S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
          else initial_state.to(work))
     if mode == "recurrent":
         outs = []
         for t in range(length):
+            if seq_idx is not None and t > 0:
+                S = S * (seq_idx[:, t] == seq_idx[:, t - 1]).to(work)[:, None, None, None]
             o_t, S = delta_rule_step(S, q[:, :, t].to(work), k[:, :, t], v[:, :, t], beta[:, :, t],
                                      None if gate is None else gate[:, :, t])
             outs.append(o_t)
@@ -202,14 +227,17 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
     qf = torch.zeros(bsz, heads, length, nh, d_k, dtype=work, device=q.device)
     qf[:, :, :, -1] = q.to(work)
     qf = qf.reshape(bsz, heads, T, d_k)
+    seq = None if seq_idx is None else seq_idx.repeat_interleave(nh, dim=1)  # (batch, T)
     step = chunk_size * nh
     outs = []
     for start in range(0, T, step):
         stop = min(start + step, T)
         last = torch.zeros(stop - start, dtype=torch.bool, device=q.device)
         last[nh - 1:: nh] = True
+        piece = None if seq is None else seq[:, start:stop]
+        ran_in = None if seq is None else seq[:, max(start - 1, 0)]
         o, S = _chunk(qf[:, :, start:stop], kf[:, :, start:stop], vf[:, :, start:stop], bf[:, :, start:stop],
-                      gf[:, :, start:stop], S, last)
+                      gf[:, :, start:stop], S, last, piece, ran_in)
         outs.append(o)
     o = torch.cat(outs, dim=2) if outs else q.new_zeros(bsz, heads, 0, d_v, dtype=work)
     o = o.to(q.dtype)

@@ -72,7 +72,8 @@ def _check(u, delta, A, B, C, D, z, delta_bias, h0):
 
 
 def selective_scan_ref(
-    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, h0=None, return_last_state=False
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, h0=None, return_last_state=False,
+    seq_idx=None,
 ):
     """Reference selective scan (a loop over time on materialised ``(batch, channels, length, state)`` tensors).
 
@@ -87,17 +88,21 @@ def selective_scan_ref(
         delta_softplus: apply softplus to ``delta (+ delta_bias)``.
         h0: ``(batch, channels, state)`` initial state; zeros if None.
         return_last_state: also return the final state.
+        seq_idx: ``(batch, length)`` packed-sequence index; the state resets to zero where it changes.
 
     Returns:
         ``y`` ``(batch, channels, length)``, and the final state ``(batch, channels, state)`` if
         ``return_last_state``.
     """
     bsz, dim, length, state, groups = _check(u, delta, A, B, C, D, z, delta_bias, h0)
+    keep = _keep(seq_idx, u)
     if delta_bias is not None:
         delta = delta + delta_bias[:, None]
     if delta_softplus:
         delta = F.softplus(delta)
     delta_a = torch.exp(torch.einsum("bdl,dn->bdln", delta, A))
+    if seq_idx is not None:
+        delta_a = delta_a * keep[:, None, :, None]
     if B.dim() == 3:
         delta_b_u = torch.einsum("bdl,bnl,bdl->bdln", delta, B, u)
     else:
@@ -120,6 +125,20 @@ def selective_scan_ref(
     if z is not None:
         out = out * F.silu(z)
     return (out, x) if return_last_state else out
+
+
+def _keep(seq_idx, u):
+    """``(batch, length)`` of u's dtype: 0 where a packed sequence starts (after the first step), else 1."""
+    bsz, _, length = u.shape
+    if seq_idx is None:
+        return torch.ones(bsz, length, dtype=u.dtype, device=u.device)
+    if not isinstance(seq_idx, torch.Tensor) or seq_idx.dtype.is_floating_point or tuple(seq_idx.shape) != (
+            bsz, length):
+        raise ValueError(f"seq_idx must be an integer tensor of shape {(bsz, length)}; got "
+                         f"{getattr(seq_idx, 'shape', seq_idx)}")
+    keep = torch.ones(bsz, length, dtype=u.dtype, device=u.device)
+    keep[:, 1:] = (seq_idx[:, 1:] == seq_idx[:, :-1]).to(u.dtype)
+    return keep
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -145,7 +164,7 @@ class _SelectiveScanFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, u, dt, A, B, C, D, h0, backend):
+    def forward(ctx, u, dt, A, B, C, D, h0, keep, backend):
         bsz, dim, length = u.shape
         state = A.shape[1]
         groups = 1 if B.dim() == 3 else B.shape[1]
@@ -165,7 +184,7 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 4):
                 nk.selective_scan_forward(
                     u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(),
-                    y.numpy(), last.numpy(), ckpt.numpy(), save,
+                    keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save,
                 )  # fmt: skip
         else:
             from ._triton import selective_scan as tk
@@ -174,13 +193,13 @@ class _SelectiveScanFn(torch.autograd.Function):
             Cx = (C.detach().unsqueeze(1) if C.dim() == 3 else C.detach()).contiguous()
             tk.forward(u_, dt_, A_, Bx, Cx, Dv, h0v, y, last, ckpt, save)
         ctx.backend, ctx.groups, ctx.flags = backend, groups, (D is not None, h0 is not None, B.dim())
-        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, ckpt)
+        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, keep, ckpt)
         return y, last
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gy, glast):
-        u, dt, A, Bx, Cx, Dv, h0v, ckpt = ctx.saved_tensors
+        u, dt, A, Bx, Cx, Dv, h0v, keep, ckpt = ctx.saved_tensors
         has_d, has_h0, b_dim = ctx.flags
         bsz, dim, length = u.shape
         state, groups = A.shape[1], ctx.groups
@@ -197,8 +216,8 @@ class _SelectiveScanFn(torch.autograd.Function):
             dC_part = torch.empty(bsz, groups, n_sl, length, state, dtype=u.dtype)
             with numba_threads_for(u.numel() * state * 8):
                 nk.selective_scan_backward(
-                    u.numpy(), dt.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(), ckpt.numpy(),
-                    gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(),
+                    u.numpy(), dt.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(), keep.numpy(),
+                    ckpt.numpy(), gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(),
                     dD_part.numpy(), dh0.numpy(), n_sl,
                 )  # fmt: skip
             dA = dA_part.sum(0)
@@ -211,7 +230,7 @@ class _SelectiveScanFn(torch.autograd.Function):
             dA, dB, dC, dD = tk.backward(u, dt, A, Bx, Cx, Dv, h0v, ckpt, gy, du, ddt, dh0)
         if b_dim == 3:
             dB, dC = dB[:, 0], dC[:, 0]
-        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None
+        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None, None
 
 
 def _chunk(backend: str) -> int:
@@ -237,6 +256,7 @@ def selective_scan(
     h0: torch.Tensor | None = None,
     return_last_state: bool = False,
     *,
+    seq_idx: torch.Tensor | None = None,
     backend: str = "auto",
 ):
     """Fused selective scan (Mamba-1), differentiable in every tensor argument.
@@ -255,6 +275,8 @@ def selective_scan(
         delta_softplus: apply softplus to ``delta + delta_bias``.
         h0: ``(batch, channels, state)`` initial state, or None (zeros).
         return_last_state: also return the final state.
+        seq_idx: ``(batch, length)`` integer index of packed sequences (non-decreasing), or None: the state resets
+            to zero where it changes (``h0`` belongs to the first sequence). Numba and torch backends.
         backend: ``"numba"`` (CPU), ``"triton"`` (CUDA; CPU under ``TRITON_INTERPRET=1``), ``"torch"``
             (:func:`selective_scan_ref` differentiated by autograd) or ``"auto"``.
 
@@ -264,12 +286,16 @@ def selective_scan(
     """
     _check(u, delta, A, B, C, D, z, delta_bias, h0)
     backend = resolve_backend(backend, u, delta, A, B, C, D, z, delta_bias, h0)
+    keep = _keep(seq_idx, u)
     if backend == "torch":
-        return selective_scan_ref(u, delta, A, B, C, D, z, delta_bias, delta_softplus, h0, return_last_state)
+        return selective_scan_ref(u, delta, A, B, C, D, z, delta_bias, delta_softplus, h0, return_last_state,
+                                  seq_idx)
+    if backend == "triton" and seq_idx is not None:
+        raise ValueError("seq_idx is not supported by backend='triton' yet; allowed backends: 'numba', 'torch'")
     dt = delta if delta_bias is None else delta + delta_bias[:, None]
     if delta_softplus:
         dt = F.softplus(dt)
-    y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, backend)
+    y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, keep, backend)
     if z is not None:
         y = y * F.silu(z)
     return (y, last) if return_last_state else y

@@ -85,7 +85,7 @@ def fast_exp_array(x, out):
 
 
 @njit(parallel=True, cache=True, fastmath=_FLAGS)
-def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, y, last, ckpt, save):
+def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, keep, y, last, ckpt, save):
     """Forward selective scan on discretisation steps ``dt`` (softplus and bias already applied by the caller).
 
     Arguments:
@@ -94,6 +94,7 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, y, last, ckpt, save):
         Bt, Ct: ``(batch, groups, length, state)`` (transposed from Mamba's ``(batch, groups, state, length)``).
         Dv: ``(channels,)`` skip weight (zeros when absent).
         h0: ``(batch, channels, state)`` initial state.
+        keep: ``(batch, length)`` 1 where the state carries over, 0 where a packed sequence starts (reset).
         y: ``(batch, channels, length)`` output ``C . h + D u`` (before any gate), written in place.
         last: ``(batch, channels, state)`` final state, written in place.
         ckpt: ``(batch, channels, ceil(length / CHUNK), state)`` states after every chunk (written if ``save``).
@@ -112,12 +113,13 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, y, last, ckpt, save):
         for l in range(n_l):
             step = dt[b, d, l]
             x = u[b, d, l]
+            kp = keep[b, l]
             dtx = step * x
             brow = Bt[b, g, l]
             crow = Ct[b, g, l]
             acc = x * 0
             for n in range(n_s):
-                hn = fast_exp(step * a_row[n]) * h[n] + dtx * brow[n]
+                hn = fast_exp(step * a_row[n]) * kp * h[n] + dtx * brow[n]
                 h[n] = hn
                 acc += hn * crow[n]
             y[b, d, l] = acc + skip * x
@@ -128,12 +130,12 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, y, last, ckpt, save):
 
 @njit(parallel=True, cache=True, fastmath=_FLAGS)
 def selective_scan_backward(
-    u, dt, A, Bt, Ct, Dv, h0, ckpt, dy, du, ddt, dA_part, dB_part, dC_part, dD_part, dh0, n_slices
+    u, dt, A, Bt, Ct, Dv, h0, keep, ckpt, dy, du, ddt, dA_part, dB_part, dC_part, dD_part, dh0, n_slices
 ):
     """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of ``y``).
 
     Arguments:
-        u, dt, A, Bt, Ct, Dv, h0: as in the forward.
+        u, dt, A, Bt, Ct, Dv, h0, keep: as in the forward.
         ckpt: the forward's chunk-end states.
         dy: ``(batch, channels, length)`` gradient of the output.
         du, ddt: ``(batch, channels, length)`` gradients, written in place.
@@ -176,13 +178,14 @@ def selective_scan_backward(
                 for j in range(s1 - s0):
                     l = s0 + j
                     step = dt[b, d, l]
+                    kp = keep[b, l]
                     dtx = step * u[b, d, l]
                     brow = Bt[b, g, l]
                     prev = hstart if j == 0 else hs[j - 1]
                     cur = hs[j]
                     ea = das[j]
                     for n in range(n_s):
-                        e = fast_exp(step * a_row[n])
+                        e = fast_exp(step * a_row[n]) * kp
                         ea[n] = e
                         cur[n] = e * prev[n] + dtx * brow[n]
                 # adjoint, backwards through the chunk

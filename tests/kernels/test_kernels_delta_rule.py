@@ -99,3 +99,24 @@ def test_integer_input_is_refused():
     q, k, v, beta, _, _ = _inputs(dtype=torch.float32)
     with pytest.raises(TypeError, match="q has dtype torch.int64"):
         delta_rule(q.long(), k, v, beta)
+
+
+@pytest.mark.parametrize("nh", [1, 2])
+@pytest.mark.parametrize("chunk", [3, 8])
+def test_packed_sequences_equal_separate_runs(nh, chunk):
+    q, k, v, beta, lg, S0 = _inputs(nh, b=1, L=17)
+    cuts = [0, 6, 7, 17]
+    seq_idx = torch.tensor([[i for i in range(3) for _ in range(cuts[i + 1] - cuts[i])]])
+    kw = dict(gate=lg, initial_state=S0, num_householder=nh, output_final_state=True, seq_idx=seq_idx)
+    o_ref, s_ref = delta_rule_ref(q, k, v, beta, **kw)
+    for mode in ("chunked", "recurrent"):
+        o, s = delta_rule(q, k, v, beta, chunk_size=chunk, mode=mode, **kw)
+        torch.testing.assert_close(o, o_ref, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(s, s_ref, rtol=1e-10, atol=1e-10)
+    for i in range(3):
+        part = slice(cuts[i], cuts[i + 1])
+        alone, last = delta_rule_ref(q[:, :, part], k[:, :, part], v[:, :, part], beta[:, :, part],
+                                     gate=lg[:, :, part], initial_state=S0 if i == 0 else None, num_householder=nh,
+                                     output_final_state=True)
+        torch.testing.assert_close(o_ref[:, :, part], alone)
+    torch.testing.assert_close(s_ref, last)

@@ -93,3 +93,61 @@ def test_nan_and_bad_inputs():
         ssd(x, dt, A, B, C, 0)
     with pytest.raises(TypeError):
         ssd(x.long(), dt, A, B, C, 4)
+
+
+def test_gate_bias_softplus_and_limits_match_the_reference():
+    x, dt, A, B, C = _inputs(length=19, groups=2)
+    z = torch.randn_like(x)
+    bias = torch.randn(4, dtype=x.dtype)
+    kw = dict(z=z, dt_bias=bias, dt_softplus=True, dt_limit=(0.05, 0.8))
+    D = torch.randn(4, dtype=x.dtype)
+    y, s = ssd(x, dt - 0.5, A, B, C, 4, D=D, return_final_states=True, **kw)
+    yr, sr = ssd_ref(x, dt - 0.5, A, B, C, D=D, return_final_states=True, **kw)
+    assert rel_err(y, yr) < 1e-12 and rel_err(s, sr) < 1e-12
+
+
+@pytest.mark.parametrize("chunk", [3, 4, 16])
+def test_packed_sequences_reset_the_state(chunk):
+    """seq_idx: three sequences packed in one row equal three separate runs (the first keeps the initial state)."""
+    x, dt, A, B, C = _inputs(bsz=1, length=14, groups=2)
+    h0 = torch.randn(1, 4, 3, 5, dtype=x.dtype)
+    cuts = [0, 5, 6, 14]
+    seq_idx = torch.tensor([[i for i in range(3) for _ in range(cuts[i + 1] - cuts[i])]])
+    y, s = ssd(x, dt, A, B, C, chunk, initial_states=h0, return_final_states=True, seq_idx=seq_idx)
+    yr, sr = ssd_ref(x, dt, A, B, C, initial_states=h0, return_final_states=True, seq_idx=seq_idx)
+    assert rel_err(y, yr) < 1e-12 and rel_err(s, sr) < 1e-12
+    for i in range(3):
+        part = slice(cuts[i], cuts[i + 1])
+        alone, last = ssd(x[:, part], dt[:, part], A, B[:, part], C[:, part], chunk,
+                          initial_states=h0 if i == 0 else None, return_final_states=True)
+        assert rel_err(y[:, part], alone) < 1e-12
+    assert rel_err(s, last) < 1e-12
+
+
+def test_hooks_see_every_stage_and_can_change_it():
+    x, dt, A, B, C = _inputs(length=10)
+    seen = {}
+
+    def spy(name):
+        def f(t):
+            seen[name] = tuple(t.shape)
+            return t
+        return f
+
+    from kernels.ssd import HOOK_POINTS
+
+    y = ssd(x, dt, A, B, C, 4, hooks={p: spy(p) for p in HOOK_POINTS})
+    assert set(seen) == set(HOOK_POINTS) and seen["CB"] == (2, 3, 1, 4, 4) and seen["states"] == (2, 3, 4, 3, 5)
+    assert rel_err(y, ssd_ref(x, dt, A, B, C)) < 1e-12
+    rounded = ssd(x, dt, A, B, C, 4, hooks={"x": lambda t: torch.round(t * 4) / 4})
+    assert rel_err(rounded, ssd_ref(torch.round(x * 4) / 4, dt, A, B, C)) < 1e-12
+    with pytest.raises(ValueError, match="hooks=\\['nope'\\] is not allowed"):
+        ssd(x, dt, A, B, C, 4, hooks={"nope": spy("nope")})
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_is_computed_in_float32(dtype):
+    x, dt, A, B, C = _inputs(length=24, dtype=torch.float64)
+    ref = ssd_ref(x, dt, A, B, C)
+    y = ssd(*(t.to(dtype) for t in (x, dt, A, B, C)), 8)
+    assert y.dtype == dtype and rel_err(y.double(), ref) < (2e-2 if dtype == torch.bfloat16 else 5e-3)

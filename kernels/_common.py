@@ -9,6 +9,8 @@ import torch
 
 BACKENDS = ("auto", "numba", "triton", "torch")
 REAL_DTYPES = (torch.float32, torch.float64)
+#: accepted by every op and computed in float32 (the result comes back in the input's dtype)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
 SCAN_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 # Outputs at least this big are placed so that their address modulo 4 KiB differs from the inputs' (see
@@ -173,3 +175,8 @@ def shape_without(shape, dim: int) -> tuple[int, ...]:
     shape = list(shape)
     del shape[dim]
     return tuple(shape)
+
+
+def upcast_half(*tensors):
+    """The tensors with float16/bfloat16 ones cast to float32 (None stays None)."""
+    return tuple(t.float() if t is not None and t.dtype in HALF_DTYPES else t for t in tensors)

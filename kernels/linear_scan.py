@@ -23,12 +23,14 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from ._common import (
+    HALF_DTYPES,
     SCAN_DTYPES,
     check_tensor,
     empty_offset,
     numba_threads_for,
     resolve_backend,
     shape_without,
+    upcast_half,
 )
 
 __all__ = ["linear_scan", "linear_scan_ref", "linear_scan_pscan"]
@@ -273,7 +275,9 @@ def linear_scan(
     Arguments:
         a: coefficients, shape of ``b`` or broadcastable to it (e.g. ``(1, D, 1)`` for a per-channel decay).
         b: inputs, any shape ``(..., T, ...)`` with the scan axis ``T`` at ``dim``; float32, float64, complex64 or
-            complex128 (``a`` and ``h0`` must have the same dtype).
+            complex128 (``a`` and ``h0`` must have the same dtype); float16 and bfloat16 are computed in float32 and
+            returned in ``b``'s dtype. Packed sequences: put ``a = 0`` at the first step of each sequence, which
+            resets the state there.
         h0: initial state, ``b``'s shape without ``dim`` (or broadcastable to it); zeros if None.
         dim: the scan axis.
         reverse: run from the last step to the first (``h_t = a_t h_{t+1} + b_t``, ``h_T = h0``).
@@ -285,6 +289,11 @@ def linear_scan(
         ``h``, shape of ``b``, same dtype and memory order as ``b``. Gradients flow to ``a``, ``b`` and ``h0``
         through a custom autograd Function whose backward is the reverse scan.
     """
+    if any(isinstance(t, torch.Tensor) and t.dtype in HALF_DTYPES for t in (a, b)):  # in float32, b's dtype back
+        if out is not None:
+            raise ValueError("out= is not allowed with float16/bfloat16 inputs (they are computed in float32)")
+        a32, b32, h032 = upcast_half(a, b, h0)
+        return linear_scan(a32, b32, h032, dim=dim, reverse=reverse, backend=backend).to(b.dtype)
     dim = _check_scan_args(a, b, h0, dim)
     backend = resolve_backend(backend, a, b, h0)
     if out is not None:

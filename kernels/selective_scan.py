@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ._common import REAL_DTYPES, check_tensor, numba_threads_for, resolve_backend
+from ._common import HALF_DTYPES, REAL_DTYPES, check_tensor, numba_threads_for, resolve_backend, upcast_half
 
 __all__ = ["selective_scan", "selective_scan_ref"]
 
@@ -265,7 +265,8 @@ def selective_scan(
     per channel (``h`` has ``state`` entries), ``y_t = C_t . h_t + D u_t``, then ``y *= silu(z)`` if ``z`` is given.
 
     Arguments:
-        u: ``(batch, channels, length)`` input; float32 or float64 (every tensor must share the dtype).
+        u: ``(batch, channels, length)`` input; float32 or float64 (every tensor must share the dtype); float16 and
+            bfloat16 are computed in float32 and returned in their dtype.
         delta: ``(batch, channels, length)`` raw step sizes.
         A: ``(channels, state)`` real diagonal state matrix (negative entries for a decaying state).
         B, C: ``(batch, state, length)`` or grouped ``(batch, groups, state, length)``, same shape.
@@ -284,6 +285,11 @@ def selective_scan(
         ``y`` ``(batch, channels, length)``, plus the final state ``(batch, channels, state)`` if
         ``return_last_state``.
     """
+    if isinstance(u, torch.Tensor) and u.dtype in HALF_DTYPES:  # computed in float32, returned in u's dtype
+        u32, delta32, A32, B32, C32, D32, z32, bias32, h032 = upcast_half(u, delta, A, B, C, D, z, delta_bias, h0)
+        out = selective_scan(u32, delta32, A32, B32, C32, D32, z32, bias32, delta_softplus, h032,
+                             return_last_state, seq_idx=seq_idx, backend=backend)
+        return tuple(t.to(u.dtype) for t in out) if return_last_state else out.to(u.dtype)
     _check(u, delta, A, B, C, D, z, delta_bias, h0)
     backend = resolve_backend(backend, u, delta, A, B, C, D, z, delta_bias, h0)
     keep = _keep(seq_idx, u)

@@ -212,8 +212,9 @@ def test_bad_inputs():
         linear_scan(a, b.long())
     with pytest.raises(TypeError, match="must match"):
         linear_scan(a.double(), b)
-    with pytest.raises(TypeError):
-        linear_scan(a.half(), b.half())
+    assert linear_scan(a.half(), b.half()).dtype == torch.float16  # half precision: computed in float32
+    with pytest.raises(ValueError, match="out= is not allowed with float16"):
+        linear_scan(a.half(), b.half(), out=torch.empty_like(b.half()))
     with pytest.raises(ValueError, match="numba.*triton.*torch|auto.*numba.*triton.*torch"):
         linear_scan(a, b, backend="cuda")
     with pytest.raises(ValueError, match="meta"):

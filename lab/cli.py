@@ -188,6 +188,7 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
 BENCHES = {
     "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
     "pde": ("lab.datasets.pde.bench", "run_pde_bench", "format_pde_bench"),
+    "layers": ("lab.core.bench", "run_layers_bench", "format_layers_bench"),
 }
 
 

@@ -1,0 +1,115 @@
+"""``lab bench layers``: the lab's SSM blocks against mambapy, side by side in one run.
+
+The lab's Mamba, Mamba-2 and LRU layers (:mod:`lab.core.ssm`, on the scan kernels) and mambapy's ``MambaBlock`` (the
+pure-PyTorch Mamba on PyPI, a CPU user's choice: its parallel scan, ``pscan=True``) on the same shapes: forward
+tokens per second (inference, no autograd) and training tokens per second (forward and backward of a scalar loss).
+Each case is timed as the median of repeated calls within a time budget after a warm-up; ratios are measured in the
+same run, so machine load moves both sides alike.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import torch
+import xarray as xr
+
+__all__ = ["format_layers_bench", "run_layers_bench"]
+
+FULL = dict(batch=8, length=1024, d_model=128, d_state=16)
+QUICK = dict(batch=2, length=128, d_model=32, d_state=8)
+LAYERS = ("lab_mamba", "lab_mamba2", "lab_lru", "mambapy")
+MODES = ("forward", "train")
+
+
+def _build(name: str, d_model: int, d_state: int) -> torch.nn.Module | None:
+    from lab.core.ssm import LRU, Mamba, Mamba2
+
+    if name == "lab_mamba":
+        return Mamba(d_model, d_state)
+    if name == "lab_mamba2":
+        return Mamba2(d_model, d_state)
+    if name == "lab_lru":
+        return LRU(d_model, d_state)
+    try:
+        from mambapy.mamba import MambaBlock, MambaConfig
+    except ImportError:
+        return None
+    return MambaBlock(MambaConfig(d_model=d_model, n_layers=1, d_state=d_state, pscan=True))
+
+
+def _time(fn, repeats: int, budget: float) -> float:
+    fn()  # warm-up (first calls compile or allocate)
+    times: list[float] = []
+    deadline = time.perf_counter() + budget
+    while len(times) < repeats or (time.perf_counter() < deadline and len(times) < 5 * repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+        if time.perf_counter() > deadline and len(times) >= 2:
+            break
+    return statistics.median(times)
+
+
+def run_layers_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
+    """Tokens per second of each layer, forward and training; ratios against mambapy in the attrs.
+
+    Arguments:
+        quick: small shapes (a smoke run in seconds). progress: print each case as it is measured.
+    """
+    shape = QUICK if quick else FULL
+    repeats, budget = (2, 1.0) if quick else (5, 6.0)
+    torch.manual_seed(0)
+    x = torch.randn(shape["batch"], shape["length"], shape["d_model"])
+    tokens = shape["batch"] * shape["length"]
+    tps = np.full((len(LAYERS), len(MODES)), np.nan)
+    for i, name in enumerate(LAYERS):
+        layer = _build(name, shape["d_model"], shape["d_state"])
+        if layer is None:
+            continue
+        xg = x.clone().requires_grad_()
+
+        def forward(layer=layer):
+            with torch.no_grad():
+                layer(x)
+
+        def train(layer=layer, xg=xg):
+            layer.zero_grad(set_to_none=True)
+            layer(xg).square().mean().backward()
+
+        for j, fn in enumerate((forward, train)):
+            tps[i, j] = tokens / _time(fn, repeats, budget)
+            if progress:
+                print(f"  {name:<11} {MODES[j]:<8} {tps[i, j]:>12,.0f} tokens/s", flush=True)
+    ds = xr.Dataset(
+        {"tokens_per_s": (("layer", "mode"), tps, {"long_name": "tokens per second", "units": "1/s"})},
+        coords={"layer": list(LAYERS), "mode": list(MODES)},
+        attrs={**{k: int(v) for k, v in shape.items()}, "torch_threads": torch.get_num_threads(),
+               "quick": int(quick)},
+    )
+    base = ds.tokens_per_s.sel(layer="mambapy")
+    for name in LAYERS[:-1]:
+        for mode in MODES:
+            ds.attrs[f"{name}_{mode}_x_mambapy"] = float(ds.tokens_per_s.sel(layer=name, mode=mode) / base.sel(mode=mode))
+    return ds
+
+
+def format_layers_bench(ds: xr.Dataset) -> str:
+    """The table ``lab bench layers`` prints."""
+    a = ds.attrs
+    lines = [f"layers (batch {a['batch']}, length {a['length']}, d_model {a['d_model']}, state {a['d_state']}; "
+             f"torch threads {a['torch_threads']}): tokens per second, and x mambapy in the same run",
+             f"{'layer':<12}{'forward':>14}{'x mambapy':>11}{'train':>14}{'x mambapy':>11}"]
+    base = ds.tokens_per_s.sel(layer="mambapy")
+    for name in ds.layer.values:
+        row = ds.tokens_per_s.sel(layer=name)
+        cells = []
+        for mode in MODES:
+            value, ref = float(row.sel(mode=mode)), float(base.sel(mode=mode))
+            cells.append(f"{value:>14,.0f}{value / ref if np.isfinite(ref) else float('nan'):>10.2f}x")
+        lines.append(f"{name:<12}" + "".join(cells))
+    if not np.isfinite(base.values).all():
+        lines.append("mambapy is not installed: pip install mambapy (the dev extra has it)")
+    return "\n".join(lines)

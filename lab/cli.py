@@ -189,6 +189,7 @@ BENCHES = {
     "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
     "pde": ("lab.datasets.pde.bench", "run_pde_bench", "format_pde_bench"),
     "layers": ("lab.core.bench", "run_layers_bench", "format_layers_bench"),
+    "gpu": ("kernels.bench.gpu", "run_gpu_bench", "format_gpu_bench"),
 }
 
 

@@ -129,6 +129,14 @@ def _triton_forward(a3, b3, h02, out3, reverse):
     tk.scan_forward(a3, b3, h02, out3, reverse)
 
 
+def _triton_backward(a3, h3, g3, h02, da3, db3, dh02, reverse):
+    if g3.is_complex():  # the complex adjoint is built from forward scans
+        return _generic_backward(_triton_forward)(a3, h3, g3, h02, da3, db3, dh02, reverse)
+    from ._triton import linear_scan as tk
+
+    tk.scan_backward(a3, h3, g3.contiguous(), h02, da3, db3, dh02, reverse)
+
+
 def _pscan_forward(a3, b3, h02, out3, reverse):
     out3.copy_(_blelloch(a3, b3, h02, reverse))
 
@@ -165,7 +173,7 @@ _FORWARD = {"numba": _numba_forward, "torch": _torch_forward, "triton": _triton_
 _BACKWARD = {
     "numba": _numba_backward,
     "torch": _generic_backward(_torch_forward),
-    "triton": _generic_backward(_triton_forward),
+    "triton": _triton_backward,
     "pscan": _generic_backward(_pscan_forward),
 }
 

@@ -58,18 +58,33 @@ CHECKS = textwrap.dedent(
         h0 = torch.randn(1, 2, dtype=dtype, requires_grad=True)
         fn = lambda a, b, h0, r=reverse: linear_scan(a, b, h0, reverse=r, backend="triton")
         assert torch.autograd.gradcheck(fn, (a, b, h0))
+    # channels-contiguous layout (the coalesced kernel) and the fused real backward, both directions
+    for reverse in (False, True):
+        for shape, dim in (((2, 9, 40), 1), ((2, 3, 70), -1)):
+            a = (torch.rand(shape, dtype=torch.float64) * 0.5 + 0.5).requires_grad_()
+            b = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+            state = list(shape); del state[dim]
+            h0 = torch.randn(state, dtype=torch.float64, requires_grad=True)
+            out = linear_scan(a, b, h0, dim=dim, reverse=reverse, backend="triton")
+            ref = linear_scan_ref(a, b, h0, dim=dim, reverse=reverse)
+            assert rel(out, ref) < 1e-12, (shape, reverse)
+            gy = torch.randn_like(out)
+            got = torch.autograd.grad((out * gy).sum(), (a, b, h0))
+            want = torch.autograd.grad((ref * gy).sum(), (a, b, h0))
+            for g1, g2 in zip(got, want):
+                assert rel(g1, g2) < 1e-12, (shape, reverse)
     print("linear_scan ok", time.time() - t0)
 
     t0 = time.time()
     # selective_scan: all options, groups, lengths around the chunk size; gradients of every input
-    for groups, length in ((None, 70), (2, 5), (None, 1)):
+    for groups, length, ns in ((None, 70, 3), (2, 5, 3), (None, 1, 3), (2, 66, 40)):  # 40 states: three tiles
         d = torch.float64
         u = torch.randn(2, 4, length, dtype=d); delta = torch.rand(2, 4, length, dtype=d) * 0.5
-        A = -torch.rand(4, 3, dtype=d)
-        shp = (2, 3, length) if groups is None else (2, groups, 3, length)
+        A = -torch.rand(4, ns, dtype=d)
+        shp = (2, ns, length) if groups is None else (2, groups, ns, length)
         B = torch.randn(shp, dtype=d); C = torch.randn(shp, dtype=d)
         kw = dict(D=torch.randn(4, dtype=d), z=torch.randn_like(u), delta_bias=torch.randn(4, dtype=d) * 0.1,
-                  delta_softplus=True, h0=torch.randn(2, 4, 3, dtype=d))
+                  delta_softplus=True, h0=torch.randn(2, 4, ns, dtype=d))
         ins = [u, delta, A, B, C] + [kw[k] for k in ("D", "z", "delta_bias", "h0")]
         for x in ins: x.requires_grad_()
         y, last = selective_scan(u, delta, A, B, C, return_last_state=True, backend="triton", **kw)

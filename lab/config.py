@@ -33,7 +33,7 @@ from typing import Annotated, Any, ClassVar
 from lab.checks import Choices, ConfigError, Each, Range, bad_value
 
 __all__ = ["PROFILE_NAMES", "BaseConfig", "Choices", "ConfigError", "Each", "FieldSpec", "Range", "bad_value",
-           "coerce", "describe_fields", "field_docs", "field_specs", "profile_values"]
+           "coerce", "describe_fields", "field_docs", "field_specs", "profile_values", "type_name"]
 
 PROFILE_NAMES = ("ci", "quick", "full")
 
@@ -249,10 +249,11 @@ def coerce(cls: type, name: str, value: Any) -> Any:
     try:
         return _coerce(tp, value)
     except (TypeError, ValueError) as exc:
-        raise bad_value(name, value, f"{_type_name(tp)} ({exc})") from None
+        raise bad_value(name, value, f"{type_name(tp)} ({exc})") from None
 
 
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
+    """A field's type in words (``int``, ``comma-separated list of float``, ``one of 'a', 'b'``)."""
     origin = typing.get_origin(tp)
     if origin is tuple:
         args = typing.get_args(tp)
@@ -260,7 +261,7 @@ def _type_name(tp: Any) -> str:
     if origin is typing.Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(tp)))
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+        return " or ".join(type_name(a) for a in typing.get_args(tp))
     return getattr(tp, "__name__", str(tp))
 
 
@@ -329,7 +330,7 @@ def _coerce(tp: Any, value: Any) -> Any:
 def describe_fields(cls: type) -> list[dict[str, Any]]:
     """Name, type, quick default, doc and allowed values of every field: the CLI's ``lab run SLUG --fields``."""
     return [
-        {"name": s.name, "type": _type_name(s.type), "default": s.default, "doc": s.doc, "allowed": s.allowed()}
+        {"name": s.name, "type": type_name(s.type), "default": s.default, "doc": s.doc, "allowed": s.allowed()}
         for s in field_specs(cls).values()
     ]
 

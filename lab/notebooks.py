@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import registry
-from lab.config import PROFILE_NAMES, _type_name, field_specs
+from lab.config import PROFILE_NAMES, type_name, field_specs
 from lab.io import atomic_write_text
 
 __all__ = ["notebook_overrides", "parameters_source", "sync_parameters"]
@@ -40,7 +40,7 @@ def parameters_source(slug: str) -> str:
     for spec in field_specs(cfg).values():
         allowed = spec.allowed()
         doc = " ".join(spec.doc.split())
-        lines.append(f"{spec.name} = None  # {_type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
+        lines.append(f"{spec.name} = None  # {type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
     return "\n".join(lines)
 
 

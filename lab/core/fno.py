@@ -25,12 +25,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from lab.checks import bad_value
+
 __all__ = ["FNO", "FourierLayer", "SpectralConv", "count_parameters", "pointwise"]
 
 
 def _check_dim(dim: int) -> int:
     if dim not in (1, 2):
-        raise ValueError(f"dim={dim!r} is not allowed; allowed: 1, 2")
+        raise bad_value("dim", dim, "1 or 2")
     return dim
 
 
@@ -55,7 +57,7 @@ class SpectralConv(nn.Module):
         super().__init__()
         self.in_channels, self.out_channels, self.modes, self.dim = in_channels, out_channels, modes, _check_dim(dim)
         if modes < 1:
-            raise ValueError(f"modes={modes!r} is not allowed; allowed: an integer >= 1")
+            raise bad_value("modes", modes, "an integer >= 1")
         scale = 1.0 / (in_channels * out_channels)
         # real and imaginary parts in the last axis (complex parameters trip some optimisers and serialisers)
         corners = 1 if dim == 1 else 2  # 2-D: positive and negative y frequencies
@@ -124,7 +126,7 @@ class FNO(nn.Module):
     ) -> None:
         super().__init__()
         if depth < 1:
-            raise ValueError(f"depth={depth!r} is not allowed; allowed: an integer >= 1")
+            raise bad_value("depth", depth, "an integer >= 1")
         hidden = 2 * width if projection is None else projection
         self.lift = pointwise(in_channels, width, dim)
         self.layers = nn.ModuleList(

@@ -7,18 +7,17 @@ from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh, wait_for_titl
 
 pytestmark = pytest.mark.browser
 
+
 @pytest.fixture
 def ci_dashboard(monkeypatch, tmp_path):
     """The dashboard on the ci profile with an empty data directory: the first load trains in seconds."""
-    monkeypatch.setenv("LAB_RECURRSIM_DASHBOARD_PROFILE", "ci")
+    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    from lab.methods.recurrsim import experiment
+    from lab.methods.recurrsim import live
 
-    experiment._MODELS.clear()
-    experiment.test_trajectories.cache_clear()
+    live.clear_memory()
     yield
-    experiment._MODELS.clear()
-    experiment.test_trajectories.cache_clear()
+    live.clear_memory()
 
 
 def test_recurrsim_dashboard_k_slider_and_animation(ci_dashboard, page, serve_app):

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .etdrk4 import _solver_threads, rollout
+from ._checks import bad_value
+from .etdrk4 import rollout, solver_threads
 from .initial import random_sines, random_vorticity
 from .steppers import BurgersStepper, KdVStepper, KSStepper, NavierStokes2DStepper
 
@@ -143,7 +144,7 @@ def numpy_etdrk4_rollout(
         elif equation == "kdv":
             lin, a = 1j * coef.get("dispersion", 1.0) * k_odd**3, coef.get("convection", 1.0)
         else:
-            raise ValueError(f"equation must be one of 'ks', 'burgers', 'kdv', 'navier_stokes', got {equation!r}")
+            raise bad_value("equation", equation, "one of 'ks', 'burgers', 'kdv', 'navier_stokes'")
 
         def nonlinear(v_hat):
             u = np.fft.irfft(v_hat * keep, n=N)
@@ -334,7 +335,7 @@ def run_pde_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
             "quick": int(bool(quick)),
             "repeats": repeats,
             "timing": "best of `repeats` wall-clock runs of a full rollout (trajectory stored every step)",
-            "torch_threads": _solver_threads(),
+            "torch_threads": solver_threads(),
             "exponax": _exponax_version(),
             "reference": (
                 "exponax 0.2.0 order-4 rollouts on a 2-core machine (research brief); 2-D read as traj-steps/s"

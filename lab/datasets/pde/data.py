@@ -3,7 +3,7 @@
 :func:`make_pde_dataset` draws initial conditions with a seeded
 :class:`numpy.random.Generator`, optionally discards a warm-up, rolls the ETDRK4
 stepper out and returns an :class:`xarray.Dataset`; the result is cached as
-NetCDF under the data directory (:mod:`lab.datasets.cache`), keyed by the fully
+NetCDF under the data directory (:mod:`lab.cache`), keyed by the fully
 resolved configuration (:func:`pde_dataset_config`), so a second call with the
 same arguments reads the file instead of solving.
 
@@ -51,9 +51,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..cache import cached_dataset
-from ._checks import check_choice, check_int, check_real
-from .etdrk4 import SpectralStepper, _stepping
+from lab.cache import cached_dataset
+
+from ._checks import bad_value, check_choice, check_int, check_real
+from .etdrk4 import SpectralStepper, stepping
 from .initial import random_sines, random_vorticity
 from .steppers import (
     BurgersStepper,
@@ -169,7 +170,7 @@ def _merge(name: str, defaults: Mapping[str, Any], given: Mapping[str, Any] | No
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         allowed = ", ".join(sorted(defaults)) or "none"
-        raise ValueError(f"{name} has unknown key(s) {unknown}; allowed: {allowed}")
+        raise bad_value(name, given, f"a mapping with keys from: {allowed} (unknown: {', '.join(unknown)})")
     return {**defaults, **given}
 
 
@@ -278,7 +279,7 @@ def _build(cfg: Mapping[str, Any], progress: bool) -> xr.Dataset:
 
         bar = tqdm(total=n_traj * (warmup + n_steps), desc=f"pde {cfg['equation']}", unit="traj-frame", leave=False)
     try:
-        with _stepping():
+        with stepping():
             for start in range(0, n_traj, chunk):
                 stop = min(start + chunk, n_traj)
                 v = stepper.to_fourier(torch.from_numpy(u0[start:stop]))
@@ -401,7 +402,7 @@ def make_pde_dataset(
         seed: seed of the :func:`numpy.random.default_rng` drawing the initial
             conditions.
         cache: read/write the cache; ``False`` always solves and writes nothing.
-        root: cache directory (see :func:`lab.datasets.cache.data_root`).
+        root: cache directory (see :func:`lab.cache.data_root`).
         progress: show a ``tqdm.auto`` progress bar while solving.
 
     Returns:

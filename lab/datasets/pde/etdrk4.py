@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_int, check_real
+from ._checks import bad_value, check_int, check_real
 
 __all__ = [
     "SpectralStepper",
@@ -70,19 +70,20 @@ ArrayLike = np.ndarray | torch.Tensor
 _COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
-def _solver_threads() -> int:
+def solver_threads() -> int:
+    """Torch threads of the solvers: ``$LAB_PDE_THREADS`` (default 1)."""
     raw = os.environ.get("LAB_PDE_THREADS", "1")
     try:
         return max(1, int(raw))
     except ValueError:
-        raise ValueError(f"LAB_PDE_THREADS must be a positive integer, got {raw!r}") from None
+        raise bad_value("LAB_PDE_THREADS", raw, "a positive integer") from None
 
 
 @contextlib.contextmanager
-def _stepping() -> Iterator[None]:
+def stepping() -> Iterator[None]:
     """No autograd, and ``LAB_PDE_THREADS`` (default 1) torch threads, restored on exit."""
     previous = torch.get_num_threads()
-    wanted = _solver_threads()
+    wanted = solver_threads()
     if wanted != previous:
         torch.set_num_threads(wanted)
     try:
@@ -164,7 +165,7 @@ class SpectralStepper(abc.ABC):
     ) -> None:
         self.num_spatial_dims = check_int("num_spatial_dims", num_spatial_dims, minimum=1)
         if self.num_spatial_dims > 2:
-            raise ValueError(f"num_spatial_dims must be 1 or 2, got {num_spatial_dims!r}")
+            raise bad_value("num_spatial_dims", num_spatial_dims, "1 or 2")
         self.domain_extent = check_real("domain_extent", domain_extent, positive=True)
         self.num_points = check_int("num_points", num_points, minimum=4)
         self.dt = check_real("dt", dt, positive=True)
@@ -355,7 +356,7 @@ class SpectralStepper(abc.ABC):
             the next state, same shape, dtype and type as ``u``.
         """
         t = self._as_tensor(u)
-        with _stepping():
+        with stepping():
             out = self.from_fourier(self.step_fourier(self.to_fourier(t)))
         return out if isinstance(u, torch.Tensor) else out.numpy()
 
@@ -433,7 +434,7 @@ def rollout(
             out = torch.empty((u.shape[0], n + offset) + tuple(u.shape[1:]), dtype=u.dtype, device=u.device)
             if include_init:
                 out[:, 0] = u
-            with _stepping():
+            with stepping():
                 v = stepper.to_fourier(u)
                 for i in range(n):
                     for _ in range(substeps):
@@ -475,7 +476,7 @@ def advance(stepper: Callable[[ArrayLike], ArrayLike], u0: ArrayLike, n: int) ->
     n = check_int("n", n, minimum=0)
     if isinstance(stepper, SpectralStepper):
         u = stepper._as_tensor(u0, "u0")
-        with _stepping():
+        with stepping():
             v = stepper.to_fourier(u)
             for _ in range(n):
                 v = stepper.step_fourier(v)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_int, check_real
+from ._checks import bad_value, check_int, check_real
 from .etdrk4 import SpectralStepper
 
 __all__ = [
@@ -222,10 +222,8 @@ class NavierStokes2DStepper(SpectralStepper):
         self.forcing_amplitude = check_real("forcing_amplitude", forcing_amplitude)
         super().__init__(2, domain_extent, num_points, dt, **kwargs)
         if self.forcing_mode > self.num_kept_modes:
-            raise ValueError(
-                f"forcing_mode must be <= {self.num_kept_modes} (the largest dealiased mode for "
-                f"num_points={self.num_points}), got {forcing_mode!r}"
-            )
+            raise bad_value("forcing_mode", forcing_mode, f"an integer in [0, {self.num_kept_modes}] (the largest "
+                            f"dealiased mode for num_points={self.num_points})")
 
     def _linear_operator(self) -> np.ndarray:
         ky, kx = self.wavenumbers()

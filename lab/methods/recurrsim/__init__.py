@@ -29,24 +29,18 @@ correlation of prediction and truth falls below α, averaged over α = 0.70 .. 0
 twice the parameters (6 layers), the same RecurrFNO trained at one fixed K, and a deep-equilibrium FNO (iterate the
 block to a fixed point without gradients, then one differentiable step: Jacobian-free backpropagation).
 
-**In this lab.** :mod:`.model` (RecurrFNO, baselines, depth sampler), :mod:`.training` (data, training loop, weight
-cache under ``data/recurrsim/``), :mod:`.experiment` (``run``, ``CLAIMS``, and ``simulate`` / ``depth_sweep`` for
-the dashboard); FNO layers in :mod:`lab.core.fno`; notebook ``05_recurrsim.ipynb``; dashboard ``recurrsim``.
+**In this lab.** :mod:`.model` (RecurrFNO, baselines, depth sampler), :mod:`.train` (data, the training on
+:func:`lab.core.train.fit`, weights cached under ``data/recurrsim/``), :mod:`.metrics` (nRMSE, tau_alpha, timing),
+:mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (``simulate`` / ``depth_sweep`` for the
+dashboard); FNO layers in :mod:`lab.core.fno`; notebook ``04_recurrsim.ipynb``; dashboard ``recurrsim``.
 """
 
 from lab.methods.recurrsim.config import Config
 from lab.registry import Method
 
-METHOD = Method(
-    slug="recurrsim",
-    title="Test-Time Accuracy-Cost Control in Neural Simulators via Recurrent-Depth",
-    paper="OpenReview:U2j9ZNgHqw",
-    summary="Recurrent-depth FNO whose test-time iterations K trade cost for accuracy (Burgers, KdV, KS, 2-D NS).",
-    config=Config,
-    run="lab.methods.recurrsim.experiment:run",
-    claims="lab.methods.recurrsim.experiment:CLAIMS",
-    notebook="05_recurrsim.ipynb",
-    dashboards=("recurrsim",),
-)
+METHOD = Method.here(__name__, title="Test-Time Accuracy-Cost Control in Neural Simulators via Recurrent-Depth",
+                     paper="OpenReview:U2j9ZNgHqw",
+                     summary="Recurrent-depth FNO whose test-time iterations K trade cost for accuracy (Burgers, "
+                             "KdV, KS, 2-D NS).")
 
 __all__ = ["Config", "METHOD"]

@@ -32,7 +32,8 @@ from torch import nn
 
 from lab.core.fno import FNO, FourierLayer, count_parameters, pointwise
 
-__all__ = ["FixedDepthFNO", "LearnedStepper", "RecurrFNO", "build_model", "count_parameters", "sample_depth"]
+__all__ = ["FixedDepthFNO", "FrozenDepth", "LearnedStepper", "RecurrFNO", "build_model", "count_parameters",
+           "fourier_layers_per_step", "sample_depth"]
 
 
 def sample_depth(rng: np.random.Generator, mean_depth: float, sigma: float) -> int:
@@ -195,6 +196,33 @@ def build_model(kind: str, dim: int, *, width: int, modes: int, in_scale: float 
     if kind in ("fno", "fno_2x"):
         return FixedDepthFNO(dim, width=width, modes=modes, depth=3 if kind == "fno" else 6, in_scale=in_scale,
                              out_scale=out_scale)
+    raise ValueError(f"kind={kind!r} is not allowed; allowed: recurrsim, fixed_k, deq, fno, fno_2x")
+
+
+class FrozenDepth(nn.Module):
+    """The K-blind control: a trained RecurrFNO whose depth is frozen at ``K``, whatever depth it is asked for.
+
+    Same weights, same parameters, same call signature as RecurrFNO; only the test-time knob is cut. A claim about
+    what depth does must fail on it.
+    """
+
+    def __init__(self, model: RecurrFNO, K: int) -> None:
+        super().__init__()
+        if K < 1:
+            raise ValueError(f"K={K!r} is not allowed; allowed: an integer >= 1")
+        self.inner, self.K = model, int(K)
+
+    def forward(self, u: torch.Tensor, K: int | None = None, grad_depth: int | None = None) -> torch.Tensor:
+        return self.inner(u, self.K)
+
+
+def fourier_layers_per_step(kind: str, K: int) -> int:
+    """Fourier layers one step applies (the cost axis, free of timer noise): RecurrFNO's encoder, K blocks and
+    decoder; the FNOs' 3 or 6 layers. The lift and projection are the same for every model and not counted."""
+    if kind in ("recurrsim", "fixed_k", "deq"):
+        return int(K) + 2
+    if kind in ("fno", "fno_2x"):
+        return 3 if kind == "fno" else 6
     raise ValueError(f"kind={kind!r} is not allowed; allowed: recurrsim, fixed_k, deq, fno, fno_2x")
 
 

@@ -1,44 +1,39 @@
-"""Data, training and the weight cache of the RecurrSim models.
+"""Data and training of the RecurrSim models: the method's only trainer and cached-model loader.
 
 Data: trajectories from the lab's ETDRK4 solvers (:func:`lab.datasets.pde.make_pde_dataset`, cached under ``data/``)
 on twice the network's grid, Fourier-truncated to it (:func:`fourier_resample`); training pairs are consecutive
 frames ``(u(t), u(t + dt))``; test trajectories use another seed.
 
-Training: Adam with a linear warm-up and cosine decay, gradient clipping, one-step mean-squared error on the
-normalised increment. Per model kind:
+Training (:func:`trained_model`): the lab's trainer :func:`lab.core.train.fit` with a sampler and a loss callable
+(AdamW without weight decay, i.e. Adam; linear warm-up over 5% of the steps, cosine decay; gradient clipping at 1),
+one-step mean-squared error on the normalised increment. Per model kind:
 
 * ``recurrsim``: K ~ Poisson-log-normal per batch (:func:`~.model.sample_depth`), truncated backprop (last B);
 * ``fixed_k``: K = ``fixed_depth`` always, same B;
 * ``deq``: iterate to a fixed point without gradients, one differentiable step (Jacobian-free backprop);
 * ``fno``, ``fno_2x``: plain fixed-depth FNOs.
 
-Weight cache: ``<data>/recurrsim/<equation>-<kind>-<key16>.pt`` where ``key`` hashes everything that determines the
-weights (:func:`training_config`). Written atomically (temporary file, then :func:`os.replace`); read with
-``torch.load(..., weights_only=True)`` and checked (key, tensor shapes); a bad file is deleted with a warning and the
-model retrained.
+Weights and the loss curve are cached by :func:`lab.cache.cached_model` under ``<data>/recurrsim/<equation>-<kind>-
+<key16>.pt``, keyed by everything that determines them (:func:`training_config`).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import time
-import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-from lab.core.train import torch_threads
-from lab.datasets.cache import config_hash, data_root
+from lab.cache import Trained, cached_model, state_path
+from lab.checks import bad_value, check_choice
+from lab.core.runtime import threads
+from lab.core.train import fit
 from lab.datasets.pde import EQUATIONS as PDE_EQUATIONS
 from lab.datasets.pde import make_pde_dataset, pde_dataset_config
-from lab.io import atomic_path
 from lab.methods.recurrsim.config import EQUATIONS, MODELS, Config
-from lab.methods.recurrsim.model import RecurrFNO, build_model, sample_depth
+from lab.methods.recurrsim.model import build_model, sample_depth
 
 #: bump when training changes for an unchanged config (invalidates cached weights)
 WEIGHTS_VERSION = 1
@@ -54,7 +49,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "navier_stokes": {},
 }
 
-TEST_SEED_OFFSET = 7919
+#: seeds of the held-out splits: ``seed + offset``
+SPLIT_SEED_OFFSET = {"train": 0, "test": 7919, "val": 104_729}
 
 
 def dims_of(equation: str) -> int:
@@ -85,7 +81,7 @@ def fourier_resample(u: np.ndarray, n: int, dim: int) -> np.ndarray:
     if n == N:
         return u
     if n > N or n % 2:
-        raise ValueError(f"n={n!r} is not allowed; allowed: an even number <= {N}")
+        raise bad_value("n", n, f"an even number <= {N}")
     h = n // 2
     if dim == 1:
         U = np.fft.rfft(u, axis=-1)[..., : h + 1].copy()
@@ -99,14 +95,13 @@ def fourier_resample(u: np.ndarray, n: int, dim: int) -> np.ndarray:
 
 
 def data_config(cfg: Config, equation: str, split: str) -> dict[str, Any]:
-    """Arguments of :func:`make_pde_dataset` for a split (``train`` or ``test``)."""
-    if split not in ("train", "test"):
-        raise ValueError(f"split={split!r} is not allowed; allowed: train, test")
+    """Arguments of :func:`make_pde_dataset` for a split (``train``, ``val`` or ``test``: three seeds)."""
+    check_choice("split", split, tuple(SPLIT_SEED_OFFSET))
     return dict(
-        n_traj=cfg.n_train if split == "train" else cfg.n_test,
+        n_traj={"train": cfg.n_train, "test": cfg.n_test, "val": cfg.n_val}[split],
         n_steps=cfg.traj_steps,
         num_points=2 * grid_of(cfg, equation),
-        seed=cfg.seed + (0 if split == "train" else TEST_SEED_OFFSET),
+        seed=cfg.seed + SPLIT_SEED_OFFSET[split],
         **SETTINGS[equation],
     )
 
@@ -136,12 +131,15 @@ def pairs(traj: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
 # --------------------------------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------------------------------
-def training_config(cfg: Config, equation: str, kind: str) -> dict[str, Any]:
-    """Everything that determines a model's trained weights: its cache key."""
-    if kind not in MODELS:
-        raise ValueError(f"kind={kind!r} is not allowed; allowed: {', '.join(MODELS)}")
-    if equation not in EQUATIONS:
-        raise ValueError(f"equation={equation!r} is not allowed; allowed: {', '.join(EQUATIONS)}")
+#: the warm-up fraction of the learning-rate schedule (:func:`lab.core.train.lr_factor`): 5% of the steps
+WARMUP = 0.05
+
+
+def training_config(cfg: Config, equation: str, kind: str, model_seed: int | None = None) -> dict[str, Any]:
+    """Everything that determines a model's trained weights: its cache key (``model_seed``: see
+    :func:`trained_model`)."""
+    check_choice("kind", kind, MODELS)
+    check_choice("equation", equation, EQUATIONS)
     out: dict[str, Any] = {
         "weights_version": WEIGHTS_VERSION,
         "equation": equation,
@@ -153,7 +151,7 @@ def training_config(cfg: Config, equation: str, kind: str) -> dict[str, Any]:
         "iterations": cfg.iterations,
         "batch_size": cfg.batch_size,
         "lr": cfg.lr,
-        "seed": cfg.seed,
+        "seed": cfg.seed if model_seed is None else int(model_seed),
     }
     if kind in ("recurrsim", "fixed_k"):
         out["grad_depth"] = cfg.grad_depth
@@ -166,169 +164,90 @@ def training_config(cfg: Config, equation: str, kind: str) -> dict[str, Any]:
     return out
 
 
-def weights_path(cfg: Config, equation: str, kind: str, root: str | os.PathLike | None = None) -> Path:
-    key = config_hash(training_config(cfg, equation, kind), "recurrsim")
-    return data_root(root) / "recurrsim" / f"{equation}-{kind}-{key[:16]}.pt"
+def _cache_name(equation: str, kind: str) -> str:
+    return f"{equation}-{kind}"
 
 
-def _lr_factor(it: int, total: int) -> float:
-    warm = max(1, total // 20)
-    if it < warm:
-        return (it + 1) / warm
-    return 0.5 * (1.0 + math.cos(math.pi * (it - warm) / max(1, total - warm)))
+def is_cached(cfg: Config, equation: str, kind: str, root: str | os.PathLike | None = None,
+              model_seed: int | None = None) -> bool:
+    """Whether trained weights for this config are on disk (not validated: loading does that)."""
+    return state_path("recurrsim", _cache_name(equation, kind), training_config(cfg, equation, kind, model_seed),
+                      root=root).exists()
 
 
-def _seed(cfg: Config, equation: str, kind: str) -> np.random.Generator:
-    return np.random.default_rng([cfg.seed, EQUATIONS.index(equation), MODELS.index(kind)])
+def _rng(seed: int, equation: str, kind: str) -> np.random.Generator:
+    return np.random.default_rng([seed, EQUATIONS.index(equation), MODELS.index(kind)])
 
 
-def train_model(cfg: Config, equation: str, kind: str, train: np.ndarray, *, progress: bool = True,
-                callback: Callable[[int, int, float], None] | None = None) -> tuple[nn.Module, np.ndarray, float]:
-    """Train one model on the training trajectories.
+def trained_model(cfg: Config, equation: str, kind: str, *, train: np.ndarray | None = None, progress: bool = True,
+                  callback: Callable[[int, int, float], None] | None = None,
+                  root: str | os.PathLike | None = None, model_seed: int | None = None) -> Trained:
+    """A trained model: its weights loaded from the cache, or trained (and cached) on first use.
+
+    One NumPy generator seeded by (seed, equation, kind) seeds torch before the network is built, then draws every
+    batch's pairs and (for ``recurrsim``) its depth; the global torch generator is restored afterwards.
 
     Arguments:
-        train: (n_traj, T + 1, *spatial) float32 trajectories on the network's grid.
-        callback: called as ``callback(iteration, iterations, loss)`` after every step (e.g. a dashboard's bar).
+        train: training trajectories (n_traj, T + 1, *spatial) if already loaded (else read on a cache miss).
+        callback: called as ``callback(step, steps, loss)`` after every step when training happens (a dashboard).
+        model_seed: seed of the initialisation, the batches and the depths (default ``cfg.seed``); the data keep
+            ``cfg.seed``, so other model seeds train on the same trajectories (the claims' seed spread).
     Returns:
-        (model in eval mode, per-step training loss (iterations,), training wall time in seconds).
+        :class:`lab.cache.Trained`: ``model`` (eval mode), ``curves["loss"]`` (per-step training loss, float32),
+        ``meta["train_seconds"]`` (time the training took when it ran), ``loaded``, ``path``.
     """
-    dim = dims_of(equation)
-    x_all, y_all = pairs(train)
-    in_scale = float(x_all.std()) or 1.0
-    out_scale = float((y_all - x_all).std()) or 1.0
-    rng = _seed(cfg, equation, kind)
-    losses = np.empty(cfg.iterations, dtype=np.float32)
-    start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    dim, modes = dims_of(equation), modes_of(cfg, equation)
+    seed = cfg.seed if model_seed is None else int(model_seed)
+    rng = _rng(seed, equation, kind)
+
+    def build():
         torch.manual_seed(int(rng.integers(2**31)))
-        model = build_model(kind, dim, width=cfg.width, modes=modes_of(cfg, equation), in_scale=in_scale,
-                            out_scale=out_scale)
-        model.train()
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: _lr_factor(it, cfg.iterations))
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
+        return build_model(kind, dim, width=cfg.width, modes=modes)
 
-            bar = tqdm(total=cfg.iterations, desc=f"train {kind} on {equation}", leave=False)
-        try:
-            for it in range(cfg.iterations):
-                idx = torch.from_numpy(rng.integers(0, x_all.shape[0], cfg.batch_size))
-                x, y = x_all[idx], y_all[idx]
-                if kind == "recurrsim":
-                    pred = model(x, sample_depth(rng, cfg.mean_depth, cfg.depth_sigma), cfg.grad_depth)
-                elif kind == "fixed_k":
-                    pred = model(x, cfg.fixed_depth, cfg.grad_depth)
-                elif kind == "deq":
-                    pred, _ = model.forward_equilibrium(x, cfg.deq_max_iter, cfg.deq_tol)
-                else:
-                    pred = model(x)
-                loss = torch.mean(((pred - y) / out_scale) ** 2)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                sched.step()
-                losses[it] = loss.item()
-                if bar is not None:
-                    bar.update(1)
-                    if it % 20 == 0:
-                        bar.set_postfix(loss=f"{losses[it]:.3g}")
-                if callback is not None:
-                    callback(it + 1, cfg.iterations, losses[it])
-        finally:
-            if bar is not None:
-                bar.close()
-    model.eval()
-    return model, losses, time.perf_counter() - start
+    def learn(model) -> dict[str, Any]:
+        data = load_split(cfg, equation, "train", progress=progress) if train is None else train
+        x_all, y_all = pairs(data)
+        in_scale = float(x_all.std()) or 1.0
+        out_scale = float((y_all - x_all).std()) or 1.0
+        with torch.no_grad():
+            model.in_scale.fill_(in_scale)
+            model.out_scale.fill_(out_scale)
 
+        def sample(step: int):
+            idx = torch.from_numpy(rng.integers(0, x_all.shape[0], cfg.batch_size))
+            K = sample_depth(rng, cfg.mean_depth, cfg.depth_sigma) if kind == "recurrsim" else None
+            return x_all[idx], y_all[idx], K
 
-# --------------------------------------------------------------------------------------------------------------------
-# Weight cache
-# --------------------------------------------------------------------------------------------------------------------
-def save_weights(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """``torch.save(payload)`` atomically (:func:`lab.io.atomic_path`: a temporary file, then :func:`os.replace`).
+        def loss(net, batch) -> torch.Tensor:
+            x, y, K = batch
+            if kind == "recurrsim":
+                pred = net(x, K, cfg.grad_depth)
+            elif kind == "fixed_k":
+                pred = net(x, cfg.fixed_depth, cfg.grad_depth)
+            elif kind == "deq":
+                pred, _ = net.forward_equilibrium(x, cfg.deq_max_iter, cfg.deq_tol)
+            else:
+                pred = net(x)
+            return torch.mean(((pred - y) / out_scale) ** 2)
 
-    A crash or an exception mid-write leaves no file at ``path`` and no temporary file behind.
-    """
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
-    return Path(path)
+        result = fit(model, sample, steps=cfg.iterations, loss=loss, lr=cfg.lr, weight_decay=0.0, warmup=WARMUP,
+                     clip=1.0, progress=progress, desc=f"train {kind} on {equation}", callback=callback)
+        return {"curves": {"loss": result.loss.astype(np.float32)}, "meta": {"train_seconds": result.wall_time_s}}
 
-
-def load_weights(path: str | os.PathLike, key: str) -> dict[str, Any] | None:
-    """The payload stored at ``path`` if it is readable and was trained for ``key``; else None (a bad file is deleted
-    with a RuntimeWarning)."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(payload, dict) or payload.get("key") != key or "state_dict" not in payload:
-            raise ValueError("not a weight file for this training config")
-        return payload
-    except Exception as exc:  # noqa: BLE001 - any unreadable or foreign file is rebuilt
-        warnings.warn(f"weight file {path} rejected ({type(exc).__name__}: {exc}); retraining", RuntimeWarning,
-                      stacklevel=2)
-        path.unlink(missing_ok=True)
-        return None
-
-
-def get_model(cfg: Config, equation: str, kind: str, *, progress: bool = True, train: np.ndarray | None = None,
-              callback: Callable[[int, int, float], None] | None = None,
-              root: str | os.PathLike | None = None) -> tuple[nn.Module, dict[str, Any]]:
-    """A trained model: loaded from the weight cache, or trained (and cached) on first use.
-
-    Arguments:
-        train: training trajectories if already loaded (else read from the data cache).
-        callback: progress callback passed to :func:`train_model` when training happens.
-    Returns:
-        (model in eval mode, info) with info keys ``loss`` (per-step training loss), ``train_seconds`` (time the
-        training took when it ran), ``cached`` (whether the weights came from the cache), ``path``.
-    """
-    tcfg = training_config(cfg, equation, kind)
-    key = config_hash(tcfg, "recurrsim")
-    path = weights_path(cfg, equation, kind, root)
-    payload = load_weights(path, key)
-    if payload is not None:
-        sd = payload["state_dict"]
-        model = build_model(kind, dims_of(equation), width=cfg.width, modes=modes_of(cfg, equation),
-                            in_scale=float(sd["in_scale"]), out_scale=float(sd["out_scale"]))
-        try:
-            model.load_state_dict(sd)
-        except RuntimeError as exc:
-            warnings.warn(f"weight file {path} does not fit the model ({exc}); retraining", RuntimeWarning,
-                          stacklevel=2)
-            path.unlink(missing_ok=True)
-        else:
-            model.eval()
-            return model, {"loss": payload["loss"].numpy(), "train_seconds": float(payload["train_seconds"]),
-                           "cached": True, "path": str(path)}
-    with torch_threads(cfg.threads):
-        if train is None:
-            train = load_split(cfg, equation, "train", progress=progress)
-        model, losses, seconds = train_model(cfg, equation, kind, train, progress=progress, callback=callback)
-    save_weights(path, {"key": key, "state_dict": model.state_dict(), "loss": torch.from_numpy(losses),
-                        "train_seconds": seconds, "weights_version": WEIGHTS_VERSION})
-    return model, {"loss": losses, "train_seconds": seconds, "cached": False, "path": str(path)}
-
-
-def is_cached(cfg: Config, equation: str, kind: str, root: str | os.PathLike | None = None) -> bool:
-    """Whether trained weights for this config exist (not validated)."""
-    return weights_path(cfg, equation, kind, root).exists()
+    with torch.random.fork_rng(devices=[]), threads(cfg.threads):
+        return cached_model("recurrsim", _cache_name(equation, kind), training_config(cfg, equation, kind, seed),
+                            build, learn, root=root)
 
 
 __all__ = [
     "SETTINGS",
-    "RecurrFNO",
     "data_config",
+    "domain_extent",
     "fourier_resample",
-    "get_model",
+    "frame_dt",
     "is_cached",
     "load_split",
-    "load_weights",
-    "save_weights",
-    "train_model",
+    "pairs",
+    "trained_model",
     "training_config",
-    "weights_path",
 ]

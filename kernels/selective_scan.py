@@ -150,10 +150,14 @@ def _bc_transposed(X: torch.Tensor) -> torch.Tensor:
 
 
 def _n_slices(bsz: int, groups: int, per_group: int) -> int:
+    """Channel slices per (batch, group): enough tasks for the threads, each at least a channel block wide, and so
+    at most ``4 * threads`` partial ``(length, state)`` buffers of dB and dC in all."""
     import numba
 
+    from ._numba.selective_scan import CHANNEL_BLOCK
+
     want = math.ceil(4 * numba.get_num_threads() / max(1, bsz * groups))
-    return max(1, min(per_group, want))
+    return max(1, min(math.ceil(per_group / CHANNEL_BLOCK), want))
 
 
 class _SelectiveScanFn(torch.autograd.Function):

@@ -26,6 +26,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 CHUNK = 64  # steps between stored states (checkpoints) and the length of the backward's recompute buffer
+CHANNEL_BLOCK = 8  # channels the backward processes together (one read of B_l, C_l and the dB/dC rows for all)
 
 _FLAGS = {"nsz", "contract", "arcp", "reassoc", "afn"}  # no 'nnan'/'ninf': NaN and inf propagate
 
@@ -134,6 +135,10 @@ def selective_scan_backward(
 ):
     """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of ``y``).
 
+    Channels are processed in blocks of ``CHANNEL_BLOCK``: for every step the block's channels share one read of
+    ``B_l``, ``C_l`` and one read-modify-write of the ``dB``/``dC`` partial rows, which then stay in L1, instead of
+    one per channel.
+
     Arguments:
         u, dt, A, Bt, Ct, Dv, h0, keep: as in the forward.
         ckpt: the forward's chunk-end states.
@@ -150,71 +155,86 @@ def selective_scan_backward(
     per_group = n_d // n_g
     per_slice = (per_group + n_slices - 1) // n_slices
     n_chunks = (n_l + CHUNK - 1) // CHUNK
+    cb = CHANNEL_BLOCK
     for task in prange(n_b * n_g * n_slices):
         b = task // (n_g * n_slices)
         g = (task // n_slices) % n_g
         sl = task % n_slices
         d0 = g * per_group + sl * per_slice
         d1 = min(d0 + per_slice, (g + 1) * per_group)
-        hs = np.empty((CHUNK, n_s), dtype=u.dtype)  # states after each step of the chunk
-        das = np.empty((CHUNK, n_s), dtype=u.dtype)  # exp(dt * A) of each step
-        dh = np.empty(n_s, dtype=u.dtype)
-        da_acc = np.empty(n_s, dtype=u.dtype)
+        hs = np.empty((cb, CHUNK, n_s), dtype=u.dtype)  # states after each step of the chunk, per channel
+        das = np.empty((cb, CHUNK, n_s), dtype=u.dtype)  # exp(dt * A) of each step
+        hst = np.empty((cb, n_s), dtype=u.dtype)  # the state entering the chunk
+        dh = np.empty((cb, n_s), dtype=u.dtype)
+        da_acc = np.empty((cb, n_s), dtype=u.dtype)
+        dd_acc = np.empty(cb, dtype=u.dtype)
         dbp = dB_part[b, g, sl]
         dcp = dC_part[b, g, sl]
         dbp[:, :] = 0
         dcp[:, :] = 0
-        for d in range(d0, d1):
-            a_row = A[d]
-            skip = Dv[d]
-            dh[:] = dh0[b, d]  # the caller preloads dh0 with the gradient of the final state
-            da_acc[:] = 0
-            dd_acc = skip * 0
+        for db0 in range(d0, d1, cb):
+            nb = min(cb, d1 - db0)
+            for ci in range(nb):
+                dh[ci] = dh0[b, db0 + ci]  # the caller preloads dh0 with the gradient of the final state
+                da_acc[ci] = 0
+                dd_acc[ci] = 0
             for c in range(n_chunks - 1, -1, -1):
                 s0 = c * CHUNK
                 s1 = min(n_l, s0 + CHUNK)
-                hstart = h0[b, d] if c == 0 else ckpt[b, d, c - 1]
+                for ci in range(nb):
+                    hst[ci] = h0[b, db0 + ci] if c == 0 else ckpt[b, db0 + ci, c - 1]
                 # recompute the chunk's states
                 for j in range(s1 - s0):
                     l = s0 + j
-                    step = dt[b, d, l]
-                    kp = keep[b, l]
-                    dtx = step * u[b, d, l]
                     brow = Bt[b, g, l]
-                    prev = hstart if j == 0 else hs[j - 1]
-                    cur = hs[j]
-                    ea = das[j]
-                    for n in range(n_s):
-                        e = fast_exp(step * a_row[n]) * kp
-                        ea[n] = e
-                        cur[n] = e * prev[n] + dtx * brow[n]
+                    kp = keep[b, l]
+                    for ci in range(nb):
+                        d = db0 + ci
+                        a_row = A[d]
+                        step = dt[b, d, l]
+                        dtx = step * u[b, d, l]
+                        prev = hst[ci] if j == 0 else hs[ci, j - 1]
+                        cur = hs[ci, j]
+                        ea = das[ci, j]
+                        for n in range(n_s):
+                            e = fast_exp(step * a_row[n]) * kp
+                            ea[n] = e
+                            cur[n] = e * prev[n] + dtx * brow[n]
                 # adjoint, backwards through the chunk
                 for j in range(s1 - s0 - 1, -1, -1):
                     l = s0 + j
-                    gy = dy[b, d, l]
-                    x = u[b, d, l]
-                    dd_acc += gy * x
-                    step = dt[b, d, l]
                     brow = Bt[b, g, l]
                     crow = Ct[b, g, l]
-                    prev = hstart if j == 0 else hs[j - 1]
-                    cur = hs[j]
-                    ea = das[j]
                     dbrow = dbp[l]
                     dcrow = dcp[l]
-                    gstep = x * 0
-                    dux = x * 0
-                    for n in range(n_s):
-                        dhn = dh[n] + gy * crow[n]
-                        dcrow[n] += gy * cur[n]
-                        t1 = dhn * prev[n] * ea[n]  # d(loss)/d(dt * A[n])
-                        gstep += t1 * a_row[n] + dhn * brow[n] * x
-                        da_acc[n] += t1 * step
-                        dbrow[n] += dhn * step * x
-                        dux += dhn * brow[n]
-                        dh[n] = dhn * ea[n]
-                    du[b, d, l] = gy * skip + dux * step
-                    ddt[b, d, l] = gstep
-            dh0[b, d] = dh
-            dA_part[b, d] = da_acc
-            dD_part[b, d] = dd_acc
+                    for ci in range(nb):
+                        d = db0 + ci
+                        a_row = A[d]
+                        skip = Dv[d]
+                        gy = dy[b, d, l]
+                        x = u[b, d, l]
+                        dd_acc[ci] += gy * x
+                        step = dt[b, d, l]
+                        prev = hst[ci] if j == 0 else hs[ci, j - 1]
+                        cur = hs[ci, j]
+                        ea = das[ci, j]
+                        dhc = dh[ci]
+                        dac = da_acc[ci]
+                        gstep = x * 0
+                        dux = x * 0
+                        for n in range(n_s):
+                            dhn = dhc[n] + gy * crow[n]
+                            dcrow[n] += gy * cur[n]
+                            t1 = dhn * prev[n] * ea[n]  # d(loss)/d(dt * A[n])
+                            gstep += t1 * a_row[n] + dhn * brow[n] * x
+                            dac[n] += t1 * step
+                            dbrow[n] += dhn * step * x
+                            dux += dhn * brow[n]
+                            dhc[n] = dhn * ea[n]
+                        du[b, d, l] = gy * skip + dux * step
+                        ddt[b, d, l] = gstep
+            for ci in range(nb):
+                d = db0 + ci
+                dh0[b, d] = dh[ci]
+                dA_part[b, d] = da_acc[ci]
+                dD_part[b, d] = dd_acc[ci]

@@ -1,23 +1,49 @@
-"""The STEER dashboard in headless Chromium: loads cleanly, plots render, the session slider changes the plots."""
+"""The STEER dashboard: the fit is prepared in the background (then cached), and in headless Chromium the page
+loads cleanly, plots render and the session slider changes the plots."""
+
+import time
 
 import pytest
 
 from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
 
-pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def ci_fits(monkeypatch, tmp_path):
     """Second-long fits (the ci profile) stored in a temporary data folder."""
     monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    from lab.methods.steer import explore
+    from lab.methods.steer import live
 
-    explore._fitted_cached.cache_clear()
+    live.fitted_model.cache_clear()
+    live.explore.cache_clear()
     yield tmp_path
-    explore._fitted_cached.cache_clear()
+    live.fitted_model.cache_clear()
+    live.explore.cache_clear()
 
 
+def test_the_fit_is_prepared_in_the_background_then_the_views_show(ci_fits):
+    from dashboards.steer import Dashboard
+
+    board = Dashboard()
+    assert board.profile == "ci"
+    assert not board.ready and "waiting" in board.equations().object  # a placeholder while the fit runs
+    deadline = time.time() + 300
+    while board.job.running and time.time() < deadline:
+        time.sleep(0.2)
+        board.job._poll()  # what the served page's periodic callback does
+    assert board.ready and not board.job.error
+    assert "Inferred update equation" in board.equations().object
+    assert list((ci_fits / "steer").glob("lowrank_linear-*.pt"))
+    board.benchmark = "lorenz"  # a new benchmark needs a new fit: placeholders again until it is ready
+    assert not board.ready
+    while board.job.running and time.time() < deadline:  # leave no fit running into the next test
+        time.sleep(0.2)
+        board.job._poll()
+    assert board.ready and "Δrho" in board.equations().object
+
+
+@pytest.mark.browser
 def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, ci_fits):
     from lab.methods.steer.config import Config
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from lab.checks import ConfigError
 from lab.datasets import plasticity as P
 
 
@@ -122,8 +123,10 @@ def test_generators_are_seeded():
         (lambda: P.make_benchmark("lowrank_linear", N=3), "N"),
         (lambda: P.make_benchmark("bcm_network", eta=float("nan")), "eta"),
         (lambda: P.features(np.zeros(3), "cubic"), "features"),
+        (lambda: P.make_benchmark("lorenz", dt=1.0), "dt"),
+        (lambda: P.make_benchmark("lowrank_linear", T=2.5), "T"),
     ],
 )
-def test_bad_input_names_the_field(call, field):
-    with pytest.raises(ValueError, match=f"{field}="):
+def test_bad_input_names_the_field_in_the_lab_style(call, field):
+    with pytest.raises(ConfigError, match=rf"^{field}=.* is not allowed; allowed: "):
         call()

@@ -23,9 +23,10 @@ truth the CP factors are aligned (sign, scale, order: Hungarian matching on |cos
 
 **In this lab.** Benchmarks with ground truth in :mod:`lab.datasets.plasticity` (low-rank networks under a linear
 or a BCM-like law, a Lorenz system with drifting rho, a full-rank BCM network off the model's assumptions);
-:mod:`.model` (fast dynamics, laws, alignment, black-box GRU), :mod:`.fit` (ALS start, L-BFGS on the joint loss,
-best-subset rule regression, baselines, protocol design), :mod:`.experiment` (``run`` and ``CLAIMS``),
-:mod:`.explore` (cached fits for the dashboard); notebook ``06_steer.ipynb``; dashboard ``steer``.
+:mod:`.model` (fast dynamics, laws, rule regression, factor matching, black-box GRU), :mod:`.train` (ALS start,
+L-BFGS on the joint loss, baselines, the cached fit), :mod:`.fitted` (alignment with the truth, predictions,
+protocol design), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the dashboard's
+cached fit and views); notebook ``05_steer.ipynb``; dashboard ``steer``.
 
 **Departures from the paper.** The paper's optimiser, penalty weights and rule-selection procedure are not public
 (its code was not retrieved); here the joint loss starts from alternating least squares, runs L-BFGS, and the final
@@ -36,16 +37,10 @@ recorded (C = I) and φ is known. The rat DBS and task-learning benchmarks are n
 from lab.methods.steer.config import Config
 from lab.registry import Method
 
-METHOD = Method(
-    slug="steer",
-    title="Inferring brain plasticity rule under long-term stimulation with structured recurrent dynamics",
-    paper="arXiv:2603.00213",
-    summary="Dual-timescale RNN: low-rank session connectivity whose coefficients follow a learnable, readable law.",
-    config=Config,
-    run="lab.methods.steer.experiment:run",
-    claims="lab.methods.steer.experiment:CLAIMS",
-    notebook="06_steer.ipynb",
-    dashboards=("steer",),
-)
+METHOD = Method.here(__name__, paper="arXiv:2603.00213",
+                     title="Inferring brain plasticity rule under long-term stimulation with structured recurrent "
+                           "dynamics",
+                     summary="Dual-timescale RNN: low-rank session connectivity whose coefficients follow a "
+                             "learnable, readable law.")
 
 __all__ = ["Config", "METHOD"]

@@ -302,6 +302,19 @@ def simulate_windows(W: np.ndarray, B: np.ndarray, b: np.ndarray, y: np.ndarray,
     return pred
 
 
+def free_rollout(W: np.ndarray, B: np.ndarray, b: np.ndarray, y: np.ndarray, u: np.ndarray, dt: float,
+                 feature: str) -> np.ndarray:
+    """The whole session run freely from its first recorded state, driven by the recorded inputs (no restart).
+
+    Arguments and result as :func:`simulate_windows`; states are clipped to ±1e3 so that a diverging model scores a
+    very bad, finite R² instead of NaN.
+    """
+    T1 = y.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        pred = simulate_windows(W, B, b, y, u, dt, feature, T1)
+    return np.clip(np.nan_to_num(pred, nan=1e3, posinf=1e3, neginf=-1e3), -1e3, 1e3)
+
+
 def r2(pred: np.ndarray, y: np.ndarray) -> float:
     """1 - SSE / SST over sessions, time and units, SST about each session's and unit's mean."""
     sst = ((y - y.mean(axis=1, keepdims=True)) ** 2).sum()

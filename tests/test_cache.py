@@ -1,4 +1,5 @@
-"""Tests of lab.cache: keys, atomic writes, rejection of corrupt files."""
+"""Tests of lab.cache: keys, atomic writes, rejection of corrupt files; trained models and states (torch files read
+with weights_only); the thread-safe in-memory memo."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from lab.datasets import cache
+from lab import cache
 from lab.cache import cache_path, cached_dataset, config_hash, data_root, dataset_checksum, project_root
 
 CONFIG = {"equation": "toy", "n": 3, "nested": {"nu": 0.1, "modes": [1, 2]}}
@@ -229,3 +230,215 @@ def test_build_must_return_a_dataset(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="xarray.Dataset"):
         cached_dataset("toy", CONFIG, lambda: np.zeros(3), root=tmp_path)  # type: ignore[arg-type,return-value]
     assert cache.ENGINE == "h5netcdf"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# cached_model / cached_state
+# --------------------------------------------------------------------------------------------------------------------
+class Trainer:
+    """Counts calls; trains a tiny linear model to a fixed target in place and returns curves and meta."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def build(self, width: int = 3):
+        import torch
+
+        torch.manual_seed(self.calls)  # a different initialisation each time: loaded weights must be the trained ones
+        return torch.nn.Linear(width, 1)
+
+    def __call__(self, model):
+        import torch
+
+        self.calls += 1
+        with torch.no_grad():
+            model.weight.fill_(0.25 * self.calls)
+            model.bias.fill_(-1.0)
+        return {"curves": {"loss": np.array([3.0, 2.0, 1.0])}, "meta": {"seconds": 1.5, "steps": 3}}
+
+
+def _model(tmp_path: Path, trainer: Trainer, config=None, width: int = 3, **kw):
+    return cache.cached_model("models", "toy", config or {"w": 1}, lambda: trainer.build(width), trainer,
+                              root=tmp_path, **kw)  # fmt: skip
+
+
+def test_cached_model_trains_once_then_loads(tmp_path: Path) -> None:
+    trainer = Trainer()
+    first = _model(tmp_path, trainer)
+    assert not first.loaded and trainer.calls == 1
+    assert first.path == cache.state_path("models", "toy", {"w": 1}, root=tmp_path) and first.path.is_file()
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [first.path.name]  # no temporary left over
+    second = _model(tmp_path, trainer)
+    assert second.loaded and trainer.calls == 1 and not second.model.training
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+        assert np.array_equal(a.numpy(), b.numpy())
+    assert float(second.model.weight[0, 0].detach()) == 0.25
+    np.testing.assert_array_equal(second.curves["loss"], [3.0, 2.0, 1.0])
+    assert second.meta == {"seconds": 1.5, "steps": 3}
+    third = _model(tmp_path, trainer, config={"w": 2})  # another config: another file, trained again
+    assert not third.loaded and trainer.calls == 2 and third.path != first.path
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_cached_model_rebuilds_a_corrupt_or_truncated_file(tmp_path: Path, damage: str) -> None:
+    trainer = Trainer()
+    path = _model(tmp_path, trainer).path
+    data = path.read_bytes()
+    path.write_bytes({"garbage": b"not a torch file", "truncated": data[: len(data) // 2], "empty": b""}[damage])
+    with pytest.warns(RuntimeWarning, match="rejected"):
+        again = _model(tmp_path, trainer)
+    assert not again.loaded and trainer.calls == 2 and float(again.model.weight[0, 0].detach()) == 0.5
+    assert _model(tmp_path, trainer).loaded and trainer.calls == 2  # the rebuilt file is good
+
+
+def test_cached_model_rejects_weights_that_do_not_fit_the_model(tmp_path: Path) -> None:
+    trainer = Trainer()
+    _model(tmp_path, trainer, width=3)
+    with pytest.warns(RuntimeWarning, match="rejected"):
+        other = _model(tmp_path, trainer, width=5)  # same config, another architecture
+    assert not other.loaded and trainer.calls == 2 and other.model.weight.shape == (1, 5)
+
+
+def test_cached_model_without_cache_writes_nothing(tmp_path: Path) -> None:
+    trainer = Trainer()
+    res = _model(tmp_path, trainer, use_cache=False)
+    assert not res.loaded and res.path is None and trainer.calls == 1
+    assert not (tmp_path / "models").exists()
+    assert not _model(tmp_path, trainer, refresh=False, use_cache=False).loaded and trainer.calls == 2
+
+
+EXECUTED: list[str] = []
+
+
+def _record(tag: str) -> str:
+    EXECUTED.append(tag)
+    return tag
+
+
+class _Payload:
+    """Unpickling this object would call :func:`_record`: a weights_only load must refuse it."""
+
+    def __reduce__(self):
+        return (_record, ("unpickled",))
+
+
+def test_cached_state_loads_weights_only(tmp_path: Path) -> None:
+    import torch
+
+    config = {"v": 1}
+    path = cache.state_path("states", "s", config, root=tmp_path)
+    path.parent.mkdir(parents=True)
+    key = config_hash(config, "s")
+    torch.save({"key": key, "config": config, "state": {"x": _Payload()}}, path)
+    EXECUTED.clear()
+    with pytest.warns(RuntimeWarning, match="rejected"):
+        state, loaded = cache.cached_state("states", "s", config, lambda: {"x": np.arange(3)}, root=tmp_path)
+    assert EXECUTED == [] and not loaded
+    assert isinstance(state["x"], torch.Tensor) and state["x"].tolist() == [0, 1, 2]
+    assert torch.load(path, weights_only=True)["key"] == key  # rebuilt as plain tensors
+
+
+def test_cached_state_round_trip_check_and_foreign_key(tmp_path: Path) -> None:
+    import torch
+
+    built = []
+
+    def build():
+        built.append(1)
+        return {"a": np.ones((2, 2), np.float32), "n": np.int64(4), "nested": {"s": "x", "l": [1.0, np.float64(2)]}}
+
+    state, loaded = cache.cached_state("st", "b", {"k": 1}, build, root=tmp_path)
+    again, loaded2 = cache.cached_state("st", "b", {"k": 1}, build, root=tmp_path)
+    assert (loaded, loaded2, len(built)) == (False, True, 1)
+    assert torch.equal(again["a"], torch.ones(2, 2)) and again["n"] == 4
+    assert again["nested"] == {"s": "x", "l": [1.0, 2.0]}
+
+    def refuse(st):
+        raise ValueError("does not fit")
+
+    with pytest.warns(RuntimeWarning, match="does not fit"):
+        _, loaded = cache.cached_state("st", "b", {"k": 1}, build, root=tmp_path, check=refuse)
+    assert not loaded and len(built) == 2
+    # a valid file of another config moved under this config's name carries the wrong key
+    other = cache.state_path("st", "b", {"k": 2}, root=tmp_path)
+    cache.cached_state("st", "b", {"k": 2}, build, root=tmp_path)
+    os.replace(other, cache.state_path("st", "b", {"k": 1}, root=tmp_path))
+    with pytest.warns(RuntimeWarning, match="not a cache file for this config"):
+        _, loaded = cache.cached_state("st", "b", {"k": 1}, build, root=tmp_path)
+    assert not loaded and len(built) == 4
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# memo
+# --------------------------------------------------------------------------------------------------------------------
+def test_memo_two_threads_asking_the_same_key_compute_once() -> None:
+    import threading
+
+    calls = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    @cache.memo(maxsize=4)
+    def slow(n):
+        calls.append(n)
+        inside.set()
+        assert release.wait(10)
+        return [n]  # a new object per computation: both threads must get the same one
+
+    out = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, slow(7))) for i in range(2)]
+    threads[0].start()
+    assert inside.wait(10)  # the first thread is computing ...
+    threads[1].start()  # ... when the second asks for the same key
+    time.sleep(0.2)
+    assert not slow.cached(7)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert calls == [7] and out[0] is out[1] and out[0] == [7]
+    assert slow.cached(7) and slow(7) is out[0] and calls == [7]
+
+
+def test_memo_different_keys_do_not_wait_for_each_other() -> None:
+    import threading
+
+    b_done = threading.Event()
+
+    @cache.memo()
+    def work(key):
+        if key == "a":
+            return b_done.wait(10)  # True only if "b" could run while "a" was computing
+        b_done.set()
+        return True
+
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("a", work("a")))
+    t.start()
+    assert work("b") is True
+    t.join(10)
+    assert result["a"] is True
+
+
+def test_memo_keys_eviction_and_clear() -> None:
+    calls = []
+
+    class Cfg:
+        def __init__(self, n):
+            self.n = n
+
+        def to_json(self):
+            return f'{{"n": {self.n}}}'
+
+    @cache.memo(maxsize=2)
+    def f(cfg, x=0.0):
+        calls.append((cfg.n, x))
+        return cfg.n + x
+
+    assert f(Cfg(1), x=0.1) == 1.1 and f(Cfg(1), x=0.1 + 1e-15) == 1.1 and len(calls) == 1  # equal configs, rounding
+    f(Cfg(2))
+    f(Cfg(3))  # evicts the least recently used, Cfg(1)
+    assert not f.cached(Cfg(1), x=0.1) and f.cached(Cfg(3))
+    f.cache_clear()
+    assert not f.cached(Cfg(3))
+    with pytest.raises(TypeError):
+        f([{1, 2}])  # an unhashable argument is refused, not silently recomputed

@@ -170,6 +170,10 @@ def fit(
     Returns:
         :class:`TrainResult`.
     """
+    if isinstance(loss, str):
+        from lab.checks import check_choice
+
+        check_choice("loss", loss, tuple(LOSSES))
     loss_fn = LOSSES[loss] if isinstance(loss, str) else loss
     sampler = data[0] if len(data) == 1 and callable(data[0]) and not isinstance(data[0], torch.Tensor) else None
     if sampler is not None:

@@ -1,16 +1,15 @@
-"""SSM layers: the parallel form (kernels) equals the recurrent step(), shapes, gradients, discretisation, state
-removal; the models built from them; the training loop and its weight cache."""
-
-import math
+"""SSM layers (lab.core.ssm): the parallel form (kernels) equals the recurrent step(), shapes, gradients,
+discretisation, state removal. The models built from them are tested in test_models.py, the trainer in
+test_train.py."""
 
 import numpy as np
 import pytest
 import scipy.linalg
 import torch
 
-from lab.core.models import CausalLM, SequenceClassifier, state_sizes
-from lab.core.ssm import LRU, S5, Mamba, Mamba2, hippo_n_eigenvalues, make_mixer
-from lab.core.train import cached_weights, evaluate, fit, param_groups, torch_threads
+from lab.core.models import SequenceClassifier, state_sizes
+from lab.core.ssm import LRU, MIXERS, S5, Mamba2, hippo_n_eigenvalues, make_mixer
+from lab.core.train import param_groups
 
 KINDS = ["lru", "s5", "mamba", "mamba2"]
 D_MODEL, D_STATE = 16, 8
@@ -204,117 +203,38 @@ def test_select_states_cuts_the_optimiser_state_and_training_continues():
     assert torch.isfinite(loss) and state_sizes(model) == [3, 12]
 
 
-# -- models ------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", KINDS)
-def test_sequence_classifier_shapes(kind):
-    torch.manual_seed(5)
-    extra = {"chunk_size": 8} if kind == "mamba2" else None
-    model = SequenceClassifier(2, 7, kind=kind, d_model=16, n_layers=2, d_state=[8, 4], mixer_kwargs=extra)
-    assert model(torch.randn(5, 21, 2)).shape == (5, 7)
-    tok = SequenceClassifier(1, 4, kind=kind, d_model=16, n_layers=1, d_state=8, vocab_size=11, pooling="last",
-                             mixer_kwargs=extra)
-    assert tok(torch.randint(0, 11, (3, 9))).shape == (3, 4)
-    with pytest.raises(ValueError, match="pooling"):
-        SequenceClassifier(1, 2, pooling="max")
-    with pytest.raises(ValueError, match="unknown SSM kind"):
-        SequenceClassifier(1, 2, kind="rnn")
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_causal_lm_decodes_like_its_parallel_form(kind):
-    torch.manual_seed(6)
-    extra = {"chunk_size": 4} if kind == "mamba2" else None
-    lm = CausalLM(13, kind=kind, d_model=16, n_layers=2, d_state=8, mixer_kwargs=extra).double()
-    tokens = torch.randint(0, 13, (2, 10))
-    logits = lm(tokens)
-    assert logits.shape == (2, 10, 13)
-    state = lm.initial_state(2)
-    steps = []
-    for t in range(10):
-        out, state = lm.step(tokens[:, t], state)
-        steps.append(out)
-    torch.testing.assert_close(torch.stack(steps, 1), logits, rtol=1e-9, atol=1e-9)
-    gen = lm.generate(tokens[:, :4], 6)
-    assert gen.shape == (2, 10) and torch.equal(gen[:, :4], tokens[:, :4])
-    # greedy decoding: each generated token is the argmax of the parallel form's logits on the sequence so far
-    torch.testing.assert_close(lm(gen)[:, 3:-1].argmax(-1), gen[:, 4:])
-
-
-# -- training --------------------------------------------------------------------------------------------------------
-def _toy(n=96, length=12):
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(n, length, 1, generator=g)
-    y = (x[:, :, 0].sum(1) > 0).long()
-    return x, y
-
-
-def test_fit_learns_and_is_deterministic():
-    x, y = _toy()
-
-    def once():
-        torch.manual_seed(0)
-        model = SequenceClassifier(1, 2, kind="lru", d_model=8, n_layers=1, d_state=8)
-        res = fit(model, x, y, epochs=20, batch_size=32, lr=2e-2, seed=0, progress=False, eval_data=(x, y),
-                  eval_every=15)
-        return model, res
-
-    m1, r1 = once()
-    m2, r2 = once()
-    np.testing.assert_array_equal(r1.loss, r2.loss)
-    assert r1.steps == 60 and len(r1.eval_accuracy) == 4
-    assert r1.loss[-6:].mean() < 0.6 * r1.loss[:6].mean()
-    assert evaluate(m1, x, y)[0] > 0.8
-    assert r1.wall_time_s > 0
-
-
-def test_param_groups_put_the_recurrence_apart():
-    model = SequenceClassifier(1, 2, kind="s5", d_model=8, n_layers=1, d_state=4)
-    groups = param_groups(model, 1e-2, 1e-3, 0.1)
-    rec = [g for g in groups if g["lr"] == 1e-3]
-    assert len(rec) == 1 and rec[0]["weight_decay"] == 0.0
-    layer = model.ssm_layers()[0]
-    assert {id(p) for p in rec[0]["params"]} == {id(getattr(layer, n)) for n in layer.RECURRENT}
-    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
-
-
-def test_torch_threads_restores():
-    before = torch.get_num_threads()
-    with torch_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-
-
-def test_cached_weights_round_trip_and_rejects_bad_files(tmp_path):
-    x, y = _toy(32)
-    calls = []
-
-    def build():
-        torch.manual_seed(0)
-        return SequenceClassifier(1, 2, kind="lru", d_model=4, n_layers=1, d_state=4)
-
-    def train(model):
-        calls.append(1)
-        fit(model, x, y, epochs=1, batch_size=16, progress=False)
-
-    config = {"a": 1}
-    m1, loaded = cached_weights(build(), "t", "toy", config, train, root=tmp_path)
-    assert not loaded and len(calls) == 1
-    files = list((tmp_path / "t").glob("toy-*.pt"))
-    assert len(files) == 1 and not list((tmp_path / "t").glob(".*tmp"))
-    m2, loaded = cached_weights(build(), "t", "toy", config, train, root=tmp_path)
-    assert loaded and len(calls) == 1
-    for a, b in zip(m1.state_dict().values(), m2.state_dict().values()):
-        torch.testing.assert_close(a, b)
-    files[0].write_bytes(b"not a torch file")
-    with pytest.warns(RuntimeWarning, match="rejected"):
-        _, loaded = cached_weights(build(), "t", "toy", config, train, root=tmp_path)
-    assert not loaded and len(calls) == 2
-    _, loaded = cached_weights(build(), "t", "toy", {"a": 2}, train, root=tmp_path)
-    assert not loaded and len(calls) == 3
-
-
 def test_mamba2_rejects_bad_head_sizes():
     with pytest.raises(ValueError, match="headdim"):
         Mamba2(10, 4, headdim=16)
-    assert isinstance(Mamba(8, 4), torch.nn.Module)
-    assert math.isclose(float(LRU(4, 4).D.dtype.is_floating_point), 1.0)
+    with pytest.raises(ValueError, match="ngroups"):
+        Mamba2(16, 4, headdim=8, ngroups=3)
+    assert Mamba2(16, 4, headdim=8, ngroups=2).nheads == 4
+
+
+def test_lru_and_s5_reject_bad_ranges():
+    with pytest.raises(ValueError, match="r_min"):
+        LRU(4, 4, r_min=0.5, r_max=0.4)
+    with pytest.raises(ValueError, match="dt_min"):
+        S5(4, 4, dt_min=0.2, dt_max=0.1)
+
+
+def test_make_mixer_builds_each_kind_and_rejects_others():
+    for kind, cls in MIXERS.items():
+        layer = make_mixer(kind, 16, 4)
+        assert type(layer) is cls and layer.d_model == 16
+    assert set(MIXERS) == set(KINDS)
+    with pytest.raises(ValueError, match="unknown SSM kind 'rnn'"):
+        make_mixer("rnn", 8, 4)
+
+
+def test_package_reexports_every_public_name():
+    import lab.core.ssm as ssm
+
+    assert set(ssm.__all__) == {"LRU", "S5", "Mamba", "Mamba2", "DiagonalSSM", "hippo_n_eigenvalues", "MIXERS",
+                                "make_mixer"}  # fmt: skip
+    for name in ssm.__all__:
+        assert hasattr(ssm, name), name
+    # one module per layer
+    assert [ssm.LRU.__module__, ssm.S5.__module__, ssm.Mamba.__module__, ssm.Mamba2.__module__] == [
+        "lab.core.ssm.lru", "lab.core.ssm.s5", "lab.core.ssm.mamba", "lab.core.ssm.mamba2"
+    ]  # fmt: skip

@@ -54,3 +54,19 @@ def test_scan_bench_quick_smoke():
         os.devnull if False else os.path.join(os.environ.get("TMPDIR", "/tmp"), f"scan_bench_{os.getpid()}.nc"),
         engine="h5netcdf",
     )
+
+
+def test_scan_bench_children_run_as_modules():
+    """The benchmark's child processes are real modules (``python -m kernels.bench.<name>``), not code strings."""
+    from kernels.bench.first_call import first_call
+    from kernels.bench.selective import bench_selective
+
+    r = bench_selective("numba", "fwd_bwd", (1, 16, 64, 4), 2)  # in a fresh process: a real peak-memory figure
+    assert len(r["times"]) == 2 and all(t > 0 for t in r["times"])
+    assert r["peak_extra_bytes"] >= 0 and r["max_tensor_bytes"] == 1 * 16 * 64 * 4  # largest: one (B, D, L) tensor
+    local = bench_selective("numba", "fwd_bwd", (1, 16, 64, 4), 1, in_process=True)
+    assert local["max_tensor_bytes"] == r["max_tensor_bytes"]
+    assert local["peak_extra_bytes"] != local["peak_extra_bytes"]  # NaN: no memory figure in process
+    assert first_call(cold=False) > 0
+    with pytest.raises(RuntimeError, match="child failed"):
+        bench_selective("numba", "fwd", (1, 16, -1, 4), 1)  # a negative length: the child fails and says so

@@ -1,0 +1,153 @@
+"""The ``selective_scan`` part of the scan benchmark: time, the largest single tensor any torch op returns during a
+call, and the peak extra resident memory of the Numba kernels and of :func:`kernels.selective_scan_ref`.
+
+The memory figure needs a fresh process: :func:`bench_selective` runs this module as a child,
+``python -m kernels.bench.selective '[impl, mode, batch, channels, length, state, repeats]'``, which prints one
+JSON line. Quick runs call :func:`measure` in this process instead (no meaningful memory figure then).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import torch
+
+from .timing import child_env
+
+__all__ = ["bench_selective", "main", "measure"]
+
+
+def _inputs(bsz, dim, length, state, grad):
+    u = torch.randn(bsz, dim, length)
+    delta = torch.randn(bsz, dim, length) * 0.5 - 1.0
+    A = -torch.rand(dim, state) * 2 - 0.1
+    B = torch.randn(bsz, state, length)
+    C = torch.randn(bsz, state, length)
+    D = torch.randn(dim)
+    z = torch.randn(bsz, dim, length)
+    xs = [u, delta, A, B, C, D, z]
+    for x in xs:
+        x.requires_grad_(grad)
+    return xs
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+class _Spy(torch.overrides.TorchFunctionMode):
+    """Records the size in bytes of the largest tensor any torch function returns while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.biggest = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(t, torch.Tensor):
+                self.biggest = max(self.biggest, t.numel() * t.element_size())
+        return out
+
+
+def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, repeats: int) -> dict:
+    """Time ``repeats`` calls of one implementation after a small warm-up, then measure memory.
+
+    Arguments:
+        impl: ``"numba"`` (:func:`kernels.selective_scan`) or ``"ref"`` (:func:`kernels.selective_scan_ref`).
+        mode: ``"fwd"`` or ``"fwd_bwd"``.
+        bsz, dim, length, state: the Mamba-1 sizes.
+        repeats: timed calls (fewer once they add up to 20 s).
+
+    Returns:
+        ``{"times": [s, ...], "peak_extra_bytes": rise of the peak RSS during the timed calls,
+        "max_tensor_bytes": largest tensor returned by a torch op in one more call}``. Seeds torch's global RNG.
+    """
+    from kernels import selective_scan, selective_scan_ref
+
+    torch.manual_seed(0)
+
+    def call(xs):
+        u, delta, A, B, C, D, z = xs
+        if impl == "numba":
+            return selective_scan(u, delta, A, B, C, D=D, z=z, delta_softplus=True, backend="numba")
+        return selective_scan_ref(u, delta, A, B, C, D=D, z=z, delta_softplus=True)
+
+    grad = mode == "fwd_bwd"
+    small = _inputs(1, 64, 256, state, grad)  # warm-up (parallel path too): loads the compiled kernels
+    y = call(small)
+    if grad:
+        y.sum().backward()
+    xs = _inputs(bsz, dim, length, state, grad)
+    g = torch.randn(bsz, dim, length)
+    try:  # reset this process's peak RSS (VmHWM) to its current RSS, then read the peak afterwards
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        peak0 = _status_kib("VmRSS")
+
+        def peak():
+            return _status_kib("VmHWM")
+
+    except OSError:  # not Linux: ru_maxrss (which a child inherits from its parent: less reliable)
+
+        def peak():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+        peak0 = peak()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        with torch.set_grad_enabled(grad):
+            y = call(xs)
+            if grad:
+                y.backward(g)
+        times.append(time.perf_counter() - t0)
+        del y
+        for x in xs:
+            x.grad = None
+        if sum(times) > 20:
+            break
+    peak1 = peak()
+    spy = _Spy()  # one more (untimed) call with a spy on every tensor torch hands back: the largest allocation
+    with torch.set_grad_enabled(grad), spy:
+        y = call(xs)
+        if grad:
+            y.backward(g)
+    return {"times": times, "peak_extra_bytes": (peak1 - peak0) * 1024, "max_tensor_bytes": spy.biggest}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Child side: :func:`measure` with the JSON list of arguments in ``argv[0]``; print the result as JSON."""
+    args = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    print(json.dumps(measure(*args)))
+
+
+def bench_selective(impl, mode, sizes, repeats, in_process=False) -> dict:
+    """:func:`measure` in a fresh child process, or here when ``in_process`` (peak memory then NaN)."""
+    args = [impl, mode, *sizes, repeats]
+    if in_process:  # quick mode: same code, no fresh process, so the peak-memory figure is meaningless
+        r = measure(*args)
+        r["peak_extra_bytes"] = float("nan")
+        return r
+    out = subprocess.run(
+        [sys.executable, "-m", "kernels.bench.selective", json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=1800,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"selective_scan benchmark child failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()

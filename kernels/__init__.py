@@ -23,8 +23,8 @@ from ._common import reuse_freed_memory
 from .associative_scan import associative_scan
 from .delta_rule import delta_rule, delta_rule_ref, delta_rule_step
 from .linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
-from .selective_scan import selective_scan, selective_scan_ref
 from .prefix_scan import StreamingPrefix, prefix_scan, saturating_scan, saturating_scan_ref
+from .selective_scan import selective_scan, selective_scan_ref
 from .ssd import ssd, ssd_ref
 from .step import linear_scan_step, selective_state_update, ssd_step
 

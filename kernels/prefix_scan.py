@@ -141,7 +141,8 @@ def _check_saturating(a, b, h0, bits):
     for name, t in {"a": a, "b": b, "h0": h0}.items():
         if t is None:
             continue
-        if not isinstance(t, torch.Tensor) or t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        integer = isinstance(t, torch.Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex)
+        if not integer or t.dtype == torch.bool:
             raise TypeError(f"{name} must be an integer tensor, got {getattr(t, 'dtype', type(t).__name__)}")
     if a.shape != b.shape or a.dim() < 1:
         raise ValueError(f"a has shape {tuple(a.shape)} and b {tuple(b.shape)}; equal shapes (..., length) required")

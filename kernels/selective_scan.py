@@ -221,7 +221,8 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 8):
                 nk.selective_scan_backward(
                     u.numpy(), dt.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(), keep.numpy(),
-                    ckpt.numpy(), gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(),
+                    ckpt.numpy(), gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(),
+                    dC_part.numpy(),
                     dD_part.numpy(), dh0.numpy(), n_sl,
                 )  # fmt: skip
             dA = dA_part.sum(0)

@@ -68,8 +68,8 @@ def _skip(x, D):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# The stages (state-spaces/mamba's SSD split, in torch): each takes and returns plain tensors, so a caller can quantise
-# or inspect what flows between them (the ``hooks`` of :func:`ssd`).
+# The stages (state-spaces/mamba's SSD split, in torch): each takes and returns plain tensors, so a caller can
+# quantise or inspect what flows between them (the ``hooks`` of :func:`ssd`).
 # --------------------------------------------------------------------------------------------------------------------
 #: the tensors :func:`ssd` offers to ``hooks``, in the order it makes them
 HOOK_POINTS = ("x", "B", "C", "CB", "chunk_states", "states")

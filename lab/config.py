@@ -13,8 +13,8 @@ dashboards and the error messages, and declares its bounds on itself::
     '''Loads.'''
 
 :class:`BaseConfig` checks every declared bound (a ``Range`` or ``Choices`` applies to each element of a tuple,
-``Each`` to its length and order; ``Literal`` types are choices); a subclass's ``validate()`` keeps only the rules that
-tie several fields together. Every error names the field, the value given and what is allowed
+``Each`` to its length and order; ``Literal`` types are choices); a subclass's ``validate()`` keeps only the rules
+that tie several fields together. Every error names the field, the value given and what is allowed
 (:mod:`lab.checks`).
 """
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import registry
-from lab.config import PROFILE_NAMES, type_name, field_specs
+from lab.config import PROFILE_NAMES, field_specs, type_name
 from lab.io import atomic_write_text
 
 __all__ = ["notebook_overrides", "parameters_source", "sync_parameters"]

@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 from lab import notebooks, registry
-from lab.claims import VERDICTS, Claim
+from lab.claims import VERDICTS
 from lab.config import PROFILE_NAMES, BaseConfig, field_specs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -163,7 +163,8 @@ def format_gpu_bench(ds: xr.Dataset) -> str:
     """The table ``lab bench gpu`` prints."""
     if ds.attrs.get("device") == "none":
         return "lab bench gpu: no CUDA device on this machine; nothing was checked (exit 0)."
-    lines = [f"device: {ds.attrs['device']} (torch {ds.attrs['torch']})", "checks (relative error vs torch reference)"]
+    lines = [f"device: {ds.attrs['device']} (torch {ds.attrs['torch']})",
+             "checks (relative error vs torch reference)"]
     for name, err, tol in zip(ds.check.values, ds.rel_error.values, ds.tolerance.values):
         lines.append(f"  {'PASS' if err <= tol else 'FAIL'}  {name:<48} {err:.2e}  (tol {tol:.0e})")
     if ds.timing.size and ds.timing.values[0] != "none":

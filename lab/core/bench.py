@@ -92,7 +92,8 @@ def run_layers_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
     base = ds.tokens_per_s.sel(layer="mambapy")
     for name in LAYERS[:-1]:
         for mode in MODES:
-            ds.attrs[f"{name}_{mode}_x_mambapy"] = float(ds.tokens_per_s.sel(layer=name, mode=mode) / base.sel(mode=mode))
+            ratio = ds.tokens_per_s.sel(layer=name, mode=mode) / base.sel(mode=mode)
+            ds.attrs[f"{name}_{mode}_x_mambapy"] = float(ratio)
     return ds
 
 

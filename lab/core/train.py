@@ -18,7 +18,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
 
 import numpy as np
 import torch
@@ -113,7 +112,7 @@ class TrainResult:
 
 
 Batch = tuple[torch.Tensor, ...]
-Loss = Union[str, Callable[[nn.Module, Batch], torch.Tensor]]
+Loss = str | Callable[[nn.Module, Batch], torch.Tensor]
 
 
 def _cross_entropy(model: nn.Module, batch: Batch) -> torch.Tensor:

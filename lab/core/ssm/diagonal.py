@@ -84,7 +84,7 @@ class DiagonalSSM(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: torch.Tensor):
         """One step: ``x_t`` ``(batch, d_model)``, ``state`` ``(batch, d_state)`` -> ``(y_t, state)``."""
-        h = self.eigenvalues() * state + self._project_in(x_t)
+        h = kernels.linear_scan_step(state, self.eigenvalues(), self._project_in(x_t))
         return self._project_out(h) + self.D * x_t, h
 
     # ------------------------------------------------------------------------------------------------------------

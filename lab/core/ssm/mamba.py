@@ -82,10 +82,8 @@ class Mamba(nn.Module):
         u, z = self.in_proj(x_t).chunk(2, dim=-1)  # (b, d_inner)
         u, conv_prefix = conv_step(u, self.conv, conv_prefix)
         u = F.silu(u)
-        dt, B, C = self._dt_B_C(u)
-        dt = F.softplus(dt + self.dt_bias)  # (b, d_inner)
-        A = -torch.exp(self.A_log)
-        h = torch.exp(dt[..., None] * A) * h + (dt * u)[..., None] * B[:, None, :]  # (b, d_inner, N)
-        y = (h * C[:, None, :]).sum(-1) + self.D * u
-        y = y * F.silu(z)
+        dt, B, C = self._dt_B_C(u)  # dt (b, d_inner) before its bias and softplus; B, C (b, N)
+        h = h.clone()  # the kernel's step updates the state in place, as mamba's selective_state_update does
+        y = kernels.selective_state_update(h, u, dt, -torch.exp(self.A_log), B, C, D=self.D, z=z,
+                                           dt_bias=self.dt_bias, dt_softplus=True)  # (b, d_inner)
         return self.out_proj(y), (conv_prefix, h)

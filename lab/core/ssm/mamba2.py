@@ -89,13 +89,10 @@ class Mamba2(nn.Module):
         z, xbc, dt = self._split(self.in_proj(x_t))
         xbc, conv_prefix = conv_step(xbc, self.conv, conv_prefix)
         xs, B, C = self._split_xbc(F.silu(xbc))
-        dt = F.softplus(dt + self.dt_bias)  # (b, heads)
-        A = -torch.exp(self.A_log)
         xs = rearrange(xs, "b (h p) -> b h p", p=self.headdim)
-        rep = self.nheads // self.ngroups
-        B = rearrange(B, "b (g n) -> b g n", g=self.ngroups).repeat_interleave(rep, dim=1)  # (b, heads, N)
-        C = rearrange(C, "b (g n) -> b g n", g=self.ngroups).repeat_interleave(rep, dim=1)
-        h = torch.exp(dt * A)[..., None, None] * h + (dt[..., None] * xs)[..., None] * B[:, :, None, :]
-        y = torch.einsum("bhpn,bhn->bhp", h, C) + self.D[:, None] * xs
+        y, h = kernels.ssd_step(h, xs, dt, -torch.exp(self.A_log),
+                                rearrange(B, "b (g n) -> b g n", g=self.ngroups),
+                                rearrange(C, "b (g n) -> b g n", g=self.ngroups),
+                                D=self.D, dt_bias=self.dt_bias, dt_softplus=True)  # y (b, heads, headdim)
         y = rearrange(y, "b h p -> b (h p)")
         return self.out_proj(self.norm(y * F.silu(z))), (conv_prefix, h)

@@ -19,7 +19,7 @@ from torch import nn
 
 from lab.core.ssm import DiagonalSSM, make_mixer
 
-__all__ = ["ResidualBlock", "SSMStack", "SequenceClassifier", "CausalLM", "state_sizes"]
+__all__ = ["ResidualBlock", "SSMStack", "SequenceClassifier", "CausalLM", "macs_per_token", "state_sizes"]
 
 LINEAR_KINDS = ("lru", "s5")
 
@@ -201,3 +201,22 @@ class CausalLM(nn.Module):
 def state_sizes(model: nn.Module) -> list[int]:
     """The state size of each diagonal SSM layer of ``model`` (for LRU/S5 stacks)."""
     return [layer.d_state for layer in model.ssm_layers() if isinstance(layer, DiagonalSSM)]
+
+
+def macs_per_token(model: nn.Module) -> tuple[int, int]:
+    """Multiply-adds per time step of a stack of diagonal SSM layers: ``(SSM layers, whole model)``.
+
+    A complex state costs ``4`` for ``λ h`` plus ``2 H`` for ``B̄ x`` (complex row times real input) and ``2 H`` for
+    ``Re(C h)``; the skip ``D x`` costs ``H`` per layer; every ``nn.Linear`` (encoder, each block's GLU) is added for
+    the whole model. Norms and activations are not counted; a classifier's head, which runs once per sequence, is
+    left out.
+    """
+    ssm, dense = 0, 0
+    for layer in model.ssm_layers():
+        if isinstance(layer, DiagonalSSM):
+            ssm += layer.d_state * (4 * layer.d_model + 4)
+            dense += layer.d_model
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and module is not getattr(model, "head", None):
+            dense += module.in_features * module.out_features
+    return ssm, ssm + dense

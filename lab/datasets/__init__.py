@@ -1,1 +1,1 @@
-"""Data sets of the lab: generators, solvers and the shared on-disk cache (:mod:`lab.datasets.cache`)."""
+"""Data sets of the lab: generators, solvers and the shared on-disk cache (:mod:`lab.cache`)."""

@@ -9,25 +9,29 @@
 
 Permuted variants (``permuted=True``) apply one fixed random permutation of the time steps (``permutation_seed``)
 to every sequence, which destroys locality: the classic pMNIST-style test of long-range memory. The unpermuted data
-are cached (:func:`lab.datasets.cache.cached_dataset`); the permutation is applied on load.
+are cached (:func:`lab.cache.cached_dataset`); the permutation is applied on load.
 
-:func:`load_sequence_task` returns a :class:`SequenceTask` with float32 inputs ``(n, length, 1)`` and int64 labels.
+:data:`TASKS` is the one registry of task names (name -> loader); :func:`load_sequence_task` returns a
+:class:`SequenceTask` with float32 inputs ``(n, length, 1)`` and int64 labels. The sequence-task config fields and
+model builder shared by the methods are in :mod:`lab.core.tasks`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import xarray as xr
 
-from lab.datasets.cache import cached_dataset
+from lab.cache import cached_dataset
+from lab.checks import bad_value
 
-__all__ = ["TASKS", "SequenceTask", "load_sequence_task", "sequence_dataset"]
+__all__ = ["TASKS", "SequenceTask", "digits_dataset", "load_sequence_task", "mnist1d_dataset",
+           "sequence_dataset"]
 
-TASKS = ("digits", "mnist1d")
 #: bump when a builder changes (invalidates the cache)
 VERSION = 1
 
@@ -130,25 +134,39 @@ def _validator(length: int, n_classes: int = 10):
     return validate
 
 
+def digits_dataset(*, test_fraction: float = 0.25, split_seed: int = 0, root=None) -> xr.Dataset:
+    """sklearn's 8 x 8 digits read pixel by pixel, split stratified (``test_fraction``, ``split_seed``)."""
+    if not 0.0 < test_fraction < 1.0:
+        raise bad_value("test_fraction", test_fraction, "a number in (0, 1)")
+    cfg = {"task": "digits", "test_fraction": float(test_fraction), "split_seed": int(split_seed), "version": VERSION}
+    return cached_dataset("seq-digits", cfg, lambda: _build_digits(test_fraction, split_seed), root=root,
+                          validate=_validator(64))
+
+
+def mnist1d_dataset(*, root=None, **_split) -> xr.Dataset:
+    """MNIST-1D from its own generator (length 40, its own fixed split: the split arguments do not apply)."""
+    cfg = {"task": "mnist1d", "generator": "mnist1d.data.make_dataset", "args": "defaults", "version": VERSION}
+    return cached_dataset("seq-mnist1d", cfg, _build_mnist1d, root=root, validate=_validator(40))
+
+
+#: The lab's sequence classification tasks: name -> loader of its cached, unpermuted data
+#: (``loader(test_fraction=..., split_seed=..., root=...) -> xarray.Dataset``). Config fields, the CLI and the
+#: dashboards take their choices from here; a new task is one entry.
+TASKS: dict[str, Callable[..., xr.Dataset]] = {"digits": digits_dataset, "mnist1d": mnist1d_dataset}
+
+
 def sequence_dataset(name: str, *, test_fraction: float = 0.25, split_seed: int = 0, root=None) -> xr.Dataset:
-    """The cached, unpermuted data of task ``name`` as an xarray Dataset (dims ``train``, ``test``, ``time``).
+    """The cached, unpermuted data of task ``name`` (one of :data:`TASKS`) as an xarray Dataset (dims ``train``,
+    ``test``, ``time``).
 
     Arguments:
-        name: ``digits`` or ``mnist1d``.
-        test_fraction, split_seed: the digits split (MNIST-1D has its own fixed split).
+        name: a key of :data:`TASKS`.
+        test_fraction, split_seed: the split, for tasks that make their own (digits).
         root: cache directory (default ``data/``).
     """
-    if name == "digits":
-        if not 0.0 < test_fraction < 1.0:
-            raise ValueError(f"test_fraction={test_fraction!r} is not allowed; allowed range (0, 1)")
-        cfg = {"task": name, "test_fraction": float(test_fraction), "split_seed": int(split_seed),
-               "version": VERSION}
-        return cached_dataset("seq-digits", cfg, lambda: _build_digits(test_fraction, split_seed), root=root,
-                              validate=_validator(64))
-    if name == "mnist1d":
-        cfg = {"task": name, "generator": "mnist1d.data.make_dataset", "args": "defaults", "version": VERSION}
-        return cached_dataset("seq-mnist1d", cfg, _build_mnist1d, root=root, validate=_validator(40))
-    raise ValueError(f"unknown sequence task {name!r}; allowed: {', '.join(TASKS)}")
+    if name not in TASKS:
+        raise ValueError(f"unknown sequence task {name!r}; allowed: {', '.join(TASKS)}")
+    return TASKS[name](test_fraction=test_fraction, split_seed=split_seed, root=root)
 
 
 def load_sequence_task(name: str, *, permuted: bool = False, permutation_seed: int = 0, test_fraction: float = 0.25,
@@ -156,7 +174,7 @@ def load_sequence_task(name: str, *, permuted: bool = False, permutation_seed: i
     """Load a sequence classification task (from the cache, building it on first use).
 
     Arguments:
-        name: ``digits`` (length 64) or ``mnist1d`` (length 40).
+        name: a key of :data:`TASKS`: ``digits`` (length 64) or ``mnist1d`` (length 40).
         permuted: apply a fixed random permutation of the time steps.
         permutation_seed: seed of that permutation.
         test_fraction, split_seed: the digits train/test split.

@@ -8,18 +8,22 @@ from tests.conftest import plot_titles, wait_for_bokeh, wait_for_title
 
 pytestmark = pytest.mark.browser
 
+
+def _forget():
+    from lab.methods.aire_prune import live
+
+    for fn in (live.task, live.trained, live.curves, live.pruned):
+        fn.cache_clear()
+
+
 @pytest.fixture
 def ci_dashboard(monkeypatch, tmp_path):
     """The dashboard on the ci profile with an empty data directory: the first load trains in seconds."""
-    monkeypatch.setenv("LAB_PRUNING_DASHBOARD_PROFILE", "ci")
+    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    from dashboards import pruning
-
-    pruning._READY.clear()
-    pruning._pruned.clear()
+    _forget()
     yield tmp_path
-    pruning._READY.clear()
-    pruning._pruned.clear()
+    _forget()
 
 
 def test_pruning_dashboard_ratio_slider_changes_the_plots(ci_dashboard, page, serve_app):

@@ -77,3 +77,21 @@ def test_unknown_task_and_bad_split_are_refused(tmp_path):
 def test_subset():
     task = load_sequence_task("digits").subset(100, 20)
     assert len(task.x_train) == 100 and len(task.y_test) == 20
+
+
+def test_every_registered_task_loads_through_the_registry(tmp_path, monkeypatch):
+    """TASKS is the one list of task names: each entry's loader gives the data ``sequence_dataset`` returns, and a
+    name outside it is refused with the registry's names."""
+    from lab.datasets.sequences import TASKS
+
+    assert list(TASKS) == ["digits", "mnist1d"]
+    lengths = {"digits": 64, "mnist1d": 40}
+    for name, loader in TASKS.items():
+        ds = loader(root=tmp_path)
+        assert ds.sizes["time"] == lengths[name]
+        assert sequence_dataset(name, root=tmp_path).equals(ds)
+    monkeypatch.setitem(TASKS, "tiny", lambda **_: sequence_dataset("digits", root=tmp_path).isel(train=slice(8)))
+    assert load_sequence_task("tiny").x_train.shape == (8, 64, 1)
+    monkeypatch.delitem(TASKS, "tiny")
+    with pytest.raises(ValueError, match="allowed: digits, mnist1d"):
+        sequence_dataset("tiny", root=tmp_path)

@@ -2,7 +2,6 @@
 re-diagonalisation, ill-conditioned Gramians, in-place reduction of LRU layers with their optimiser state, and the
 ci run and its claims."""
 
-import math
 
 import numpy as np
 import pytest
@@ -182,34 +181,147 @@ def test_reduction_truncates_the_optimiser_state_and_training_continues():
 
 
 def test_config_refuses_bad_values():
-    with pytest.raises(ConfigError, match="claim_tau"):
+    with pytest.raises(ConfigError, match="claim_tau=0.02 is not allowed; allowed: one of taus"):
         Config(taus=(0.05,), claim_tau=0.02)
-    with pytest.raises(ConfigError, match="taus"):
+    with pytest.raises(ConfigError, match="taus=.*strictly increasing"):
         Config(taus=(0.05, 0.02), claim_tau=0.02)
-    with pytest.raises(ConfigError, match="taus"):
+    with pytest.raises(ConfigError, match=r"taus=.*\(0.0, 1.0\)"):
         Config(taus=(0.0, 0.02))
-    with pytest.raises(ConfigError, match="reduction_fraction"):
+    with pytest.raises(ConfigError, match="reduction_fraction=0.0 is not allowed"):
         Config(reduction_fraction=0.0)
+    with pytest.raises(ConfigError, match="n_layers=0 is not allowed; allowed: an integer in \\[1, 16\\]"):
+        Config(n_layers=0)
 
 
-def test_ci_run_has_the_documented_dims_and_the_claims_evaluate(monkeypatch, tmp_path):
-    import lab
-    from lab.methods.compressm import experiment
+def test_counted_work_follows_the_state_sizes():
+    """A run without reduction counts 3 x rows x length x MACs per token for every step; a reduced run less."""
+    from lab.core.models import macs_per_token
+    from lab.core.tasks import build_classifier, load_task, total_steps
+    from lab.methods.compressm.train import train_run
 
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    res = lab.run("compressm", "ci", progress=False)
+    cfg = Config.from_profile("ci", epochs=2)
+    task = load_task(cfg)
+    full = train_run(cfg, task, 0)
+    per_token = macs_per_token(build_classifier(task, "lru", d_model=cfg.d_model, n_layers=cfg.n_layers,
+                                                d_state=cfg.d_state))[1]
+    assert full["work"] == 3 * cfg.epochs * len(task.x_train) * task.length * per_token
+    comp = train_run(cfg, task, 0, tau=0.1, mode="hsv")
+    sizes = comp["reducer"].history
+    assert sizes[-1][0] < cfg.d_state  # it did reduce
+    assert comp["work"] < full["work"]
+    assert total_steps(cfg, task) == cfg.epochs * 3  # 192 sequences in batches of 64
+
+
+def test_size_schedule_and_replayed_times():
+    from lab.core.tasks import load_task, total_steps
+    from lab.methods.compressm.train import replayed_times, size_schedule, train_run
+
+    cfg = Config.from_profile("ci", epochs=2)
+    task = load_task(cfg)
+    full, comp = train_run(cfg, task, 0), train_run(cfg, task, 0, tau=0.1, mode="hsv")
+    plain = size_schedule(cfg, task, full["reducer"], [cfg.d_state])
+    assert plain == [((cfg.d_state,), total_steps(cfg, task))]
+    cut = size_schedule(cfg, task, comp["reducer"], comp["reducer"].history[-1])
+    assert sum(n for _, n in cut) == total_steps(cfg, task)
+    assert cut[0] == ((cfg.d_state,), comp["reducer"].checks[0])  # full size until the first check
+    assert cut[-1][0] == tuple(comp["reducer"].history[-1])
+    times = replayed_times(cfg, task, {"full": plain, "comp": cut}, repeats=2)
+    assert set(times) == {"full", "comp"} and all(t > 0 for t in times.values())
+
+
+def test_ci_run_has_the_documented_dims(ci_result):
+    from lab.methods.compressm.claims import CLAIMS
+    from lab.methods.compressm.train import MODELS
+
+    res = ci_result("compressm")
     ds = res.data
     cfg = Config.from_profile("ci")
-    assert ds.sizes["seed"] == 1 and ds.sizes["model"] == 4 and ds.sizes["tau"] == len(cfg.taus)
+    assert ds.sizes["seed"] == cfg.n_seeds and ds.sizes["model"] == len(MODELS) and ds.sizes["tau"] == len(cfg.taus)
     assert ds.sizes["layer"] == cfg.n_layers and ds.sizes["sv"] == cfg.d_state and ds.sizes["cut"] == 3
+    assert ds.sizes["draw"] == cfg.cut_draws
     assert ds.accuracy.dims == ("seed", "model", "tau")
     assert ds.size_history.dims == ("seed", "model", "tau", "check", "layer")
-    for name in ds.data_vars:
-        assert "long_name" in ds[name].attrs and "units" in ds[name].attrs, name
     comp = ds.state_size.sel(model="compressm")
     np.testing.assert_array_equal(ds.state_size.sel(model="scratch"), comp)
+    np.testing.assert_array_equal(ds.state_size.sel(model="scratch_b", tau=cfg.claim_tau),
+                                  comp.sel(tau=cfg.claim_tau))
     assert int(comp.max()) <= cfg.d_state and np.all(ds.state_size.sel(model="full") == cfg.d_state)
-    assert len(res.claims) == len(experiment.CLAIMS)
-    measured = {r.name: r.measured for r in res.claims}
-    for name in ("compressed_size", "accuracy_kept", "beats_scratch", "training_speedup"):
-        assert math.isfinite(measured[name]), name
+    # the controls exist at the claim τ only
+    for model in ("random", "random_b", "scratch_b"):
+        acc = ds.accuracy.sel(model=model)
+        assert np.isfinite(acc.sel(tau=cfg.claim_tau)).all() and np.isnan(acc.drop_sel(tau=cfg.claim_tau)).all()
+    cuts = ds.cut_accuracy.sel(cut="random")
+    np.testing.assert_allclose(ds.cut_random_accuracy.mean("draw").where(np.isfinite(cuts)), cuts)
+    assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
+
+
+# --- the claims on synthetic Datasets ------------------------------------------------------------------------------
+def _ds(acc, work=(100.0, 60.0), cost=(10.0, 9.5), size=30, cut=(50.0, 49.0, 30.0), draws=(31.0, 29.0), seeds=3):
+    """A run's Dataset at one τ: final accuracies by model, the counted work and CPU time of full and CompreSSM."""
+    import xarray as xr
+
+    from lab.methods.compressm.train import MODELS
+
+    a = np.array([[acc[m] + 0.1 * s for m in MODELS] for s in range(seeds)])[..., None]
+    w = np.full((seeds, len(MODELS), 1), np.nan)
+    c = np.full((seeds, len(MODELS), 1), np.nan)
+    w[:, :2, 0], c[:, :2, 0] = work, cost
+    replay = c * 2
+    sizes = np.full((seeds, len(MODELS), 1, 1), size)
+    cuts = np.tile(np.asarray(cut, float), (seeds, 1, 2, 1))  # (seed, tau, check, cut)
+    cuts[:, :, 1] = np.nan  # the second check cut nothing
+    rnd = np.tile(np.asarray(draws, float), (seeds, 1, 2, 1))
+    rnd[:, :, 1] = np.nan
+    return xr.Dataset(
+        {"accuracy": (("seed", "model", "tau"), a), "train_work": (("seed", "model", "tau"), w),
+         "train_cost": (("seed", "model", "tau"), c), "train_time_replayed": (("seed", "model", "tau"), replay),
+         "state_size": (("seed", "model", "tau", "layer"), sizes),
+         "cut_accuracy": (("seed", "tau", "check", "cut"), cuts),
+         "cut_random_accuracy": (("seed", "tau", "check", "draw"), rnd)},
+        coords={"seed": np.arange(seeds), "model": list(MODELS), "tau": [0.02], "check": [10, 20],
+                "cut": ["before", "hsv", "random"]},
+        attrs={"claim_tau": 0.02, "d_state": 128, "n_layers": 1},
+    )
+
+
+GOOD = {"full": 96.0, "compressm": 95.5, "scratch": 92.0, "random": 90.0, "random_b": 89.5, "scratch_b": 92.3}
+
+
+def _verdicts(ds):
+    from lab.methods.compressm.claims import CLAIMS
+
+    return {c.name: c.evaluate(ds) for c in CLAIMS}
+
+
+def test_claims_hold_with_the_papers_effect_and_their_controls_fail():
+    v = _verdicts(_ds(GOOD))
+    for name in ("compressed_size", "accuracy_kept", "beats_scratch", "hsv_beats_random_final",
+                 "hsv_beats_random_at_cut", "training_speedup"):
+        assert v[name].verdict == "holds", (name, v[name])
+        assert len(v[name].per_seed) == 3
+    for name in ("accuracy_kept", "beats_scratch", "hsv_beats_random_final", "hsv_beats_random_at_cut"):
+        assert v[name].control_passed is False, name
+    assert v["hsv_beats_random_at_cut"].measured == pytest.approx(19.0)  # 49 - 30, the first check only
+    assert v["training_speedup"].measured == pytest.approx(0.6)
+    assert v["training_time_replayed"].verdict == "reported"
+    assert v["training_time_replayed"].measured == pytest.approx(0.95)
+
+
+def test_claims_that_their_controls_pass_do_not_discriminate():
+    # random truncation keeps the accuracy too: keeping the large-HSV states is not what keeps it
+    v = _verdicts(_ds({**GOOD, "random": 95.6}))
+    assert v["accuracy_kept"].verdict == "does not discriminate"
+    # two from-scratch seeds differ by as much as CompreSSM beats scratch
+    v = _verdicts(_ds({**GOOD, "scratch_b": 95.0}))
+    assert v["beats_scratch"].verdict == "does not discriminate"
+    # two random draws at the cut differ by more than 3 pt
+    v = _verdicts(_ds(GOOD, draws=(40.0, 20.0)))
+    assert v["hsv_beats_random_at_cut"].verdict == "does not discriminate"
+
+
+def test_training_claim_reads_counted_work_not_time():
+    slow = _verdicts(_ds(GOOD, work=(100.0, 60.0), cost=(10.0, 25.0)))  # the machine was busy during CompreSSM
+    assert slow["training_speedup"].verdict == "holds"
+    assert slow["training_time_replayed"].measured == pytest.approx(2.5)
+    tie = _verdicts(_ds(GOOD, work=(100.0, 90.0)))
+    assert tie["training_speedup"].verdict == "fails"  # a tie with the 0.9 threshold never passes

@@ -20,24 +20,18 @@ a 0.29% average accuracy drop (LRA).
 same normalisation; eigenvalue magnitude ``|λ_i|``; random states; and AIRE applied per layer with the same share
 pruned everywhere.
 
-**In this lab.** :mod:`.model` (scores, normalisation, selection, state removal, multiply-adds),
-:mod:`.experiment` (``run`` and ``CLAIMS``); shared layers in :mod:`lab.core.ssm` (LRU, S5); notebook
-``02_aire_prune.ipynb``; dashboard ``pruning``.
+**In this lab.** :mod:`.model` (scores, normalisation, selection, state removal), :mod:`.train` (the cached
+classifiers), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the dashboard's cached
+computations); shared: the SSM layers (:mod:`lab.core.ssm`), the sequence tasks and classifiers
+(:mod:`lab.core.tasks`); notebook ``02_aire_prune.ipynb``; dashboard ``pruning``.
 """
 
-from lab.methods.aire_prune.config import Config
 from lab.registry import Method
 
-METHOD = Method(
-    slug="aire_prune",
-    title="AIRE-Prune: Asymptotic Impulse-Response Energy for State Pruning in State Space Models",
-    paper="arXiv:2602.00534",
-    summary="Prune SSM states by their infinite-horizon impulse-response energy, layer-normalised, no retraining.",
-    config=Config,
-    run="lab.methods.aire_prune.experiment:run",
-    claims="lab.methods.aire_prune.experiment:CLAIMS",
-    notebook="02_aire_prune.ipynb",
-    dashboards=("pruning",),
-)
+METHOD = Method.here(__name__,
+                     title="AIRE-Prune: Asymptotic Impulse-Response Energy for State Pruning in State Space Models",
+                     paper="arXiv:2602.00534",
+                     summary="Prune SSM states by their infinite-horizon impulse-response energy, layer-normalised, "
+                             "no retraining.")
 
-__all__ = ["Config", "METHOD"]
+__all__ = ["METHOD"]

@@ -11,6 +11,8 @@ LRU ``B̄ = diag(γ) B``; for S5 the zero-order hold ``λ̄ = exp(ΛΔ)``, ``B̄
 * ``random``: random scores, global;
 * ``aire_uniform``: AIRE's energy, but every layer keeps the same share of its states.
 
+Multiply-adds per time step of a (pruned) model: :func:`lab.core.models.macs_per_token`.
+
 Layer normalisation (LAMP / LAST): sort a layer's scores ascending, ``Ê_(k) = E_(k) / Σ_{j >= k} E_(j)``. The
 layer's largest state always gets ``Ê = 1``, the largest possible value, so no layer is ever emptied.
 
@@ -21,12 +23,16 @@ removes ``λ_i``, the row ``B̄_i`` and the column ``C_i`` of the pair together.
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 from torch import nn
 
+from lab.checks import check_real
+from lab.core.models import macs_per_token
 from lab.core.ssm import DiagonalSSM
+
+__all__ = ["SCORES", "diagonal_layers", "impulse_energy", "kept_total", "last_score", "layer_normalise",
+           "macs_per_token", "plan", "prune", "prune_by", "select_global", "select_uniform", "state_scores"]
 
 SCORES = ("aire", "last", "magnitude", "random", "aire_uniform")
 #: scores that go through the layer normalisation and a global top-K
@@ -86,13 +92,9 @@ def state_scores(model: nn.Module, score: str, rng: np.random.Generator | None =
 
 
 def check_ratio(ratio: float) -> float:
-    """A pruning ratio: a finite number in [0, 1). Raises ValueError naming the value and the allowed range."""
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.floating)) or not math.isfinite(ratio):
-        raise ValueError(f"ratio={ratio!r} is not allowed; expected a finite number in [0, 1)")
-    if not 0.0 <= ratio < 1.0:
-        raise ValueError(f"ratio={ratio!r} is not allowed; allowed range [0, 1) (every layer keeps at least one "
-                         "state, so a ratio of 1 or more cannot be honoured)")
-    return float(ratio)
+    """A pruning ratio: a finite number in [0, 1) (every layer keeps at least one state, so 1 cannot be honoured).
+    Raises ``ConfigError`` (a ValueError) naming the value and the allowed range."""
+    return check_real("ratio", ratio, 0.0, 1.0, hi_open=True)
 
 
 def kept_total(sizes: list[int], ratio: float) -> int:
@@ -154,21 +156,3 @@ def prune(model: nn.Module, keep: list[np.ndarray]) -> nn.Module:
 def prune_by(model: nn.Module, score: str, ratio: float, rng: np.random.Generator | None = None) -> nn.Module:
     """:func:`plan` then :func:`prune`."""
     return prune(model, plan(model, score, ratio, rng))
-
-
-def macs_per_token(model: nn.Module) -> tuple[int, int]:
-    """Multiply-adds per time step: ``(SSM layers, whole model)``.
-
-    A complex state costs ``4`` for ``λ h`` plus ``2 H`` for ``B̄ x`` (complex row times real input) and ``2 H`` for
-    ``Re(C h)``; the skip, the encoder and each block's GLU are added for the whole model (norms and activations
-    are not counted; the classifier head runs once per sequence and is left out).
-    """
-    ssm, dense = 0, 0
-    for layer in diagonal_layers(model):
-        H = layer.d_model
-        ssm += layer.d_state * (4 * H + 4)
-        dense += H
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and module is not getattr(model, "head", None):
-            dense += module.in_features * module.out_features
-    return ssm, ssm + dense

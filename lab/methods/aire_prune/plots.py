@@ -1,4 +1,5 @@
-"""HoloViews plots for AIRE-Prune results (notebook ``02_aire_prune`` and the ``pruning`` dashboard)."""
+"""HoloViews plots for AIRE-Prune results (notebook ``02_aire_prune`` and the ``pruning`` dashboard), and the
+notebook's discussion built from the Dataset."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ SCORE_STYLE = {
 }
 
 
-def _style(score: str) -> dict:
+def score_style(score: str) -> dict:
+    """Colour, label and line dash of a pruning score (the notebook's and the dashboard's legend)."""
     return SCORE_STYLE.get(score, {"color": "black", "label": score, "dash": "solid"})
 
 
@@ -31,7 +33,7 @@ def accuracy_curves(ds: xr.Dataset, kind: str, ratio: float | None = None) -> hv
     full = float(sub.accuracy_full.mean())
     items = []
     for score in sub.score.values:
-        st = _style(str(score))
+        st = score_style(str(score))
         x = sub.pruned_fraction.sel(score=score).mean("seed").values
         y = sub.accuracy.sel(score=score).mean("seed").values
         if str(score) == "random" and "accuracy_sd" in sub:
@@ -54,11 +56,11 @@ def states_per_layer(ds: xr.Dataset, kind: str, ratio: float) -> hv.Bars:
     """States each layer keeps at ``ratio`` for every score (first seed)."""
     sub = ds.states_kept.sel(kind=kind).sel(ratio=ratio, method="nearest").isel(seed=0)
     scores = [str(s) for s in sub.score.values]
-    labels = [_style(s)["label"] for s in scores]
-    rows = [(f"layer {int(layer)}", _style(s)["label"], int(sub.sel(score=s, layer=layer)))
+    labels = [score_style(s)["label"] for s in scores]
+    rows = [(f"layer {int(layer)}", score_style(s)["label"], int(sub.sel(score=s, layer=layer)))
             for layer in sub.layer.values for s in scores]
     score_dim = hv.Dimension("score", values=labels)
-    colours = {_style(s)["label"]: _style(s)["color"] for s in scores}
+    colours = {score_style(s)["label"]: score_style(s)["color"] for s in scores}
     return hv.Bars(rows, ["layer", score_dim], "states kept").opts(
         title=f"{kind.upper()}: states kept per layer at {float(sub.ratio):.0%} pruned", width=560, height=340,
         xrotation=45, tools=["hover"], show_legend=False, color=hv.dim("score").categorize(colours))
@@ -127,7 +129,7 @@ def sweep_curves(sweep: xr.Dataset, full_accuracy: float, ratio: float, score: s
     """Accuracy against ratio for each score of a live model, the chosen ratio marked."""
     items = []
     for s in sweep.score.values:
-        st = _style(str(s))
+        st = score_style(str(s))
         y = sweep.accuracy.sel(score=s).values
         items.append(hv.Curve((sweep.ratio.values, y), "pruning ratio", "accuracy (%)", label=st["label"]).opts(
             color=st["color"], line_dash=st["dash"], line_width=3 if s == score else 1.5))
@@ -135,7 +137,7 @@ def sweep_curves(sweep: xr.Dataset, full_accuracy: float, ratio: float, score: s
     items.append(hv.HLine(full_accuracy - 1.0).opts(color="gray", line_dash="dotted", line_width=1))
     items.append(hv.VLine(ratio).opts(color="black", line_dash="dashed", line_width=1))
     items.append(hv.Scatter(([ratio], [current]), "pruning ratio", "accuracy (%)").opts(
-        color=_style(score)["color"], size=10, marker="diamond"))
+        color=score_style(score)["color"], size=10, marker="diamond"))
     return hv.Overlay(items).opts(title=f"{kind.upper()}: accuracy against pruning ratio (ratio = {ratio:.2f})",
                                   legend_position="bottom_left", **curve_opts(ylim=(0, 102), xlim=(0, 1)))
 
@@ -176,3 +178,46 @@ def impulse_before_after(k_full: np.ndarray, k_pruned: np.ndarray, layer: int) -
         title=f"layer {layer}: impulse response, channel 0 -> 0", legend_position="top_right",
         **curve_opts(width=460))
     return (norm + ch).cols(2)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The notebook's discussion: its numbers read from the Dataset.
+# ------------------------------------------------------------------------------------------------------------------
+def _spread(values: np.ndarray) -> str:
+    values = np.asarray(values, float).ravel()
+    if values.size < 2:
+        return f"{values.mean():.2f}"
+    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
+
+
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    r = float(ds.attrs["headline_ratio"])
+    beyond = ds.ratio[ds.ratio >= r]
+    lines = []
+    for kind in ds.kind.values:
+        sub = ds.sel(kind=kind)
+        full = sub.accuracy_full.values
+        aire = sub.accuracy.sel(score="aire")
+        drop = full - aire.sel(ratio=r).values
+        within = sub.ratio.values[((sub.accuracy_full - aire) < 1.0).all("seed").values]
+        gaps = {other: (aire - sub.accuracy.sel(score=other)).sel(ratio=beyond).mean("ratio").values
+                for other in ("random", "magnitude", "last", "aire_uniform") if other in sub.score.values}
+        text = (f"- **{kind.upper()}** (unpruned {_spread(full)}%): at {r:.0%} of the states pruned AIRE loses "
+                f"{_spread(drop)} pt; every seed stays within one point up to {within.max():.0%} pruned.")
+        names = {"random": "random states", "magnitude": "|λ| magnitude", "last": "LAST",
+                 "aire_uniform": "AIRE per layer"}
+        text += f" Mean gap of AIRE over ratios ≥ {r:.0%}: " + "; ".join(
+            f"{names[k]} {_spread(v)} pt" for k, v in gaps.items()) + "."
+        lines.append(text)
+    energy = ds.energy.isel(seed=0)
+    share = (energy / energy.sum("state")).max("state").mean("layer")
+    lines.append("- **Where the energy sits**: the largest state holds on average " + ", ".join(
+        f"{float(share.sel(kind=k)):.1%} of its layer's energy in the {k.upper()}" for k in ds.kind.values)
+        + " (a flat spectrum means every state matters and pruning must cost accuracy).")
+    saved = 1 - (ds.ssm_macs.sel(score="aire", ratio=r) / ds.ssm_macs.sel(score="aire", ratio=0.0)).mean()
+    lines.append(f"- **Compute**: at {r:.0%} pruned the SSM layers' multiply-adds fall by {float(saved):.0%}.")
+    lines.append(f"- Accuracy is measured on {ds.attrs['n_test']} test sequences of {ds.attrs['dataset']} "
+                 f"(one sequence = {100 / ds.attrs['n_test']:.2f} pt), over {ds.sizes['seed']} seed(s); the claims "
+                 "table states each statistic and its spread. Dashboard: `lab serve pruning`.")
+    return "\n".join(lines)

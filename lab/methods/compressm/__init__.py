@@ -22,22 +22,17 @@ rank ``r`` = smallest with ``σ_1 + ... + σ_r >= (1 - τ) Σ σ``; square-root 
 optimiser's moments with the states.
 
 **In this lab.** :mod:`.model` (Gramians, HSVs, balanced truncation, layer reduction with ill-conditioning handled),
-:mod:`.experiment` (``run`` and ``CLAIMS``); LRU in :mod:`lab.core.ssm`; notebook ``03_compressm.ipynb``.
+:mod:`.train` (training runs with the reductions and their counted work), :mod:`.experiment` (``run``),
+:mod:`.claims`, :mod:`.plots`; shared: LRU (:mod:`lab.core.ssm`), the sequence tasks and classifiers
+(:mod:`lab.core.tasks`); notebook ``03_compressm.ipynb``.
 """
 
-from lab.methods.compressm.config import Config
 from lab.registry import Method
 
-METHOD = Method(
-    slug="compressm",
-    title="The Curious Case of In-Training Compression of State Space Models",
-    paper="arXiv:2510.02823",
-    summary="Balanced truncation of LRU blocks by Hankel singular values early in training: smaller, as good.",
-    config=Config,
-    run="lab.methods.compressm.experiment:run",
-    claims="lab.methods.compressm.experiment:CLAIMS",
-    notebook="03_compressm.ipynb",
-    dashboards=(),
-)
+METHOD = Method.here(__name__,
+                     title="The Curious Case of In-Training Compression of State Space Models",
+                     paper="arXiv:2510.02823",
+                     summary="Balanced truncation of LRU blocks by Hankel singular values early in training: "
+                             "smaller, as good.")
 
-__all__ = ["Config", "METHOD"]
+__all__ = ["METHOD"]

@@ -1,4 +1,5 @@
-"""HoloViews plots for CompreSSM results (notebook ``03_compressm``)."""
+"""HoloViews plots for CompreSSM results (notebook ``03_compressm``), and the notebook's discussion built from the
+Dataset."""
 
 from __future__ import annotations
 
@@ -112,15 +113,60 @@ def training_curves(ds: xr.Dataset, tau: float | None = None) -> hv.Overlay:
 
 
 def training_time(ds: xr.Dataset) -> hv.Bars:
-    """Training cost of each run (mean over seeds), at every τ: one-thread CPU seconds with stalls removed."""
+    """Training cost of each run relative to the full model (mean over seeds), at every τ: counted multiply-adds
+    (the claim's measure) and the training time replayed with each size's step timed in turn in one process."""
     rows = []
     for tau in ds.tau.values:
         for model in MODEL_STYLE:
-            v = float(ds.train_cost.sel(model=model, tau=tau).mean("seed"))
-            if np.isfinite(v):
-                rows.append((f"τ={tau:g}", MODEL_STYLE[model]["label"], v))
+            for var, what in (("train_work", "multiply-adds"), ("train_time_replayed", "replayed time")):
+                v = float((ds[var].sel(model=model, tau=tau) / ds[var].sel(model="full", tau=tau)).mean("seed"))
+                if np.isfinite(v):
+                    rows.append((f"τ={tau:g}, {what}", MODEL_STYLE[model]["label"], v))
     run = hv.Dimension("run", values=[s["label"] for s in MODEL_STYLE.values()])
     colours = {s["label"]: s["color"] for s in MODEL_STYLE.values()}
-    return hv.Bars(rows, ["tau", run], "CPU time (s)").opts(
-        title="training time (one thread, CPU s, stalls removed)", color=hv.dim("run").categorize(colours),
-        tools=["hover"], width=620, height=340, xrotation=30, show_legend=False)
+    return hv.Bars(rows, ["measure", run], "relative to full").opts(
+        title="training cost relative to the full model", color=hv.dim("run").categorize(colours),
+        tools=["hover"], width=680, height=360, xrotation=30, show_legend=False)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The notebook's discussion: its numbers read from the Dataset.
+# ------------------------------------------------------------------------------------------------------------------
+def _spread(values) -> str:
+    values = np.asarray(values, float).ravel()
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return f"{values.mean():.2f}"
+    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
+
+
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    total = int(ds.attrs["d_state"]) * int(ds.attrs["n_layers"])
+    tau = float(ds.attrs["claim_tau"])
+    final = ds.state_size.sel(model="compressm").sum("layer").mean("seed") / total
+    sizes = ", ".join(f"τ = {t:g}: {float(final.sel(tau=t)):.0%}" for t in ds.tau.values)
+    acc = {m: ds.accuracy.sel(model=m, tau=tau).values for m in ds.model.values}
+    work = (ds.train_work.sel(model="compressm") / ds.train_work.sel(model="full")).sel(tau=tau).values
+    cpu = (ds.train_cost.sel(model="compressm") / ds.train_cost.sel(model="full")).sel(tau=tau).values
+    replay = (ds.train_time_replayed.sel(model="compressm") / ds.train_time_replayed.sel(model="full")).sel(
+        tau=tau).values
+    cond = float(ds.gramian_condition.max())
+    return "\n".join([
+        f"- **Final size** (mean over seeds, share of the {total} initial states): {sizes}. Each check cuts τ of "
+        f"the current HSV mass, so the final size depends on τ and on the number of checks ({ds.sizes['check']} "
+        "here).",
+        f"- **Accuracy at τ = {tau:g}** (%): full {_spread(acc['full'])}, CompreSSM {_spread(acc['compressm'])}, "
+        f"from scratch at the same sizes {_spread(acc['scratch'])} (a second from-scratch seed "
+        f"{_spread(acc['scratch_b'])}), random truncation {_spread(acc['random'])} (a second one "
+        f"{_spread(acc['random_b'])}). The second runs show how far seeds and draws alone move the numbers.",
+        f"- **Training cost** relative to the full model: counted multiply-adds {_spread(work)}; time replayed "
+        f"with each size's step timed in turn in one process {_spread(replay)} (per-step overheads that do not "
+        f"shrink with the states included); CPU time measured during training {_spread(cpu)} (it moves with the "
+        "machine's load). The first part of training runs at (nearly) full size, so the saving is smaller than the "
+        "final size suggests.",
+        f"- The Gramians' worst condition number was {cond:.3g}; the square-root method (eigen-based factors, SVD "
+        "of Loᴴ Lc, inverting only the kept σ) handles it, and the tests check the H∞ bound on such systems.",
+        f"- Accuracy is measured on {ds.attrs['n_test']} test sequences of {ds.attrs['dataset']} (one sequence = "
+        f"{100 / ds.attrs['n_test']:.2f} pt), over {ds.sizes['seed']} seed(s).",
+    ])

@@ -1,0 +1,149 @@
+"""Shared building blocks of the methods that train sequence models on the lab's sequence tasks.
+
+* :class:`SequenceTaskConfig`: the config fields every such method has (the task, its size, the model's size, the
+  training schedule, seeds and threads), each with its bounds and doc. A method's Config subclasses it together
+  with :class:`lab.config.BaseConfig`::
+
+      @dataclasses.dataclass(frozen=True)
+      class Config(SequenceTaskConfig, BaseConfig):
+          n_layers: Layers = 1        # another quick default: one line, bounds and doc inherited
+          tau: Annotated[float, Range(0, 1, lo_open=True)] = 0.02
+          '''The method's own field.'''
+
+* :func:`load_task`: the config's task (from :data:`lab.datasets.sequences.TASKS`), permuted and cut to size;
+* :func:`build_classifier`: a :class:`lab.core.models.SequenceClassifier` for a task with one of the SSM mixers,
+  whose layer settings (:data:`MIXER_KWARGS`) live here only;
+* :func:`fit_classifier`, :func:`accuracy_on_test`, :func:`total_steps`: the config's training schedule on
+  :func:`lab.core.train.fit`, and the test accuracy in percent;
+* :meth:`SequenceTaskConfig.training_key`: the fields that determine trained weights (a cache key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Any
+
+import torch
+
+from lab.checks import Choices, Range, check_choice
+from lab.core.models import SequenceClassifier
+from lab.core.train import TrainResult, evaluate, fit
+from lab.datasets.sequences import TASKS, SequenceTask, load_sequence_task
+
+__all__ = ["MIXERS", "MIXER_KWARGS", "Layers", "ModelWidth", "Rate", "Seeds", "SequenceTaskConfig", "States",
+           "WeightDecay", "build_classifier", "fit_classifier", "load_task", "accuracy_on_test", "total_steps"]
+
+#: per-mixer layer settings of the sequence classifiers: LRU's ring initialisation |λ| in [0.5, 0.99] suits the
+#: tasks' lengths (40-64 steps); S5 keeps its HiPPO initialisation
+MIXER_KWARGS: dict[str, dict[str, Any]] = {"lru": {"r_min": 0.5, "r_max": 0.99}, "s5": {}}
+#: the mixers :func:`build_classifier` offers (see :mod:`lab.core.ssm`)
+MIXERS = ("lru", "s5", "mamba", "mamba2")
+
+#: bounded field types, for a method that changes a field's quick default (``n_layers: Layers = 1``)
+Layers = Annotated[int, Range(1, 16)]
+ModelWidth = Annotated[int, Range(2, 1024)]
+States = Annotated[int, Range(1, 4096)]
+Rate = Annotated[float, Range(0.0, 1.0, lo_open=True)]
+WeightDecay = Annotated[float, Range(0.0, 1.0)]
+Seeds = Annotated[int, Range(1, 100)]
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceTaskConfig:
+    """Config fields of a method that trains sequence classifiers (mix into a ``BaseConfig`` subclass)."""
+
+    dataset: Annotated[str, Choices(*TASKS)] = "digits"
+    """Sequence task (lab.datasets.sequences.TASKS): sklearn digits read pixel by pixel (length 64) or MNIST-1D
+    (length 40)."""
+    permuted: bool = False
+    """Apply a fixed random permutation of the time steps (the permuted variant of the task)."""
+    n_train: Annotated[int, Range(0, 10_000_000)] = 0
+    """Use only the first n_train training sequences (0: all)."""
+    n_test: Annotated[int, Range(0, 10_000_000)] = 0
+    """Use only the first n_test test sequences (0: all)."""
+    n_layers: Layers = 4
+    """Residual SSM blocks per model."""
+    d_model: ModelWidth = 32
+    """Features H of each block."""
+    d_state: States = 64
+    """Complex states per layer at the start (each one a conjugate pair of the real system)."""
+    epochs: Annotated[int, Range(1, 10_000)] = 20
+    """Training epochs."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 64
+    """Mini-batch size."""
+    lr: Rate = 5e-3
+    """Peak learning rate (AdamW, warm-up then cosine decay: lab.core.train.lr_factor)."""
+    ssm_lr: Rate = 2e-3
+    """Learning rate of the recurrence parameters (eigenvalues, step sizes), without weight decay."""
+    weight_decay: WeightDecay = 0.05
+    """AdamW weight decay of the matrices."""
+    n_seeds: Seeds = 1
+    """Independently trained models per variant (seeds seed, seed+1, ...)."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch and Numba threads (1 is fastest for these small models on a shared machine)."""
+
+    #: the fields that determine a model's trained weights (with the seed and the mixer)
+    TRAINING_FIELDS = ("dataset", "permuted", "n_train", "n_layers", "d_model", "d_state", "epochs", "batch_size",
+                       "lr", "ssm_lr", "weight_decay")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The training seeds: ``seed, seed + 1, ..., seed + n_seeds - 1`` (``seed`` is BaseConfig's)."""
+        return tuple(self.seed + k for k in range(self.n_seeds))  # type: ignore[attr-defined]
+
+    def training_key(self, **extra: Any) -> dict[str, Any]:
+        """Everything of this config that determines trained weights, plus ``extra`` (mixer, seed, a format
+        version): the key of :func:`lab.cache.cached_model`."""
+        return {**{n: getattr(self, n) for n in self.TRAINING_FIELDS}, **extra}
+
+    def model_size(self) -> dict[str, int]:
+        """``d_model``, ``n_layers``, ``d_state`` as keywords of :func:`build_classifier`."""
+        return {"d_model": self.d_model, "n_layers": self.n_layers, "d_state": self.d_state}
+
+
+def load_task(cfg: SequenceTaskConfig) -> SequenceTask:
+    """The config's task: loaded (cached), permuted when asked, cut to ``n_train`` / ``n_test`` (0: all)."""
+    task = load_sequence_task(cfg.dataset, permuted=cfg.permuted)
+    return task.subset(cfg.n_train or None, cfg.n_test or None)
+
+
+def build_classifier(task: SequenceTask, mixer: str = "lru", *, d_model: int = 32, n_layers: int = 2,
+                     d_state: int | list[int] = 64, mixer_kwargs: dict[str, Any] | None = None,
+                     **options: Any) -> SequenceClassifier:
+    """A sequence classifier for ``task``: linear encoder, ``n_layers`` residual blocks of ``mixer``, mean pooling,
+    linear head. Draws its initial weights from torch's global generator (seed it first).
+
+    Arguments:
+        task: gives the input features and the number of classes.
+        mixer: one of :data:`MIXERS`; its settings come from :data:`MIXER_KWARGS`, updated by ``mixer_kwargs``.
+        d_model, n_layers, d_state: the model's size (``d_state`` may be one size per layer).
+        options: further keywords of :class:`lab.core.models.SequenceClassifier` (``dropout``, ``pooling``).
+    """
+    check_choice("mixer", mixer, MIXERS)
+    kwargs = {**MIXER_KWARGS.get(mixer, {}), **(mixer_kwargs or {})}
+    return SequenceClassifier(task.d_input, task.n_classes, kind=mixer, d_model=d_model, n_layers=n_layers,
+                              d_state=d_state, mixer_kwargs=kwargs, **options)
+
+
+def total_steps(cfg: SequenceTaskConfig, task: SequenceTask) -> int:
+    """Optimiser steps of a training run: ``epochs`` times the mini-batches per epoch."""
+    return cfg.epochs * math.ceil(len(task.x_train) / cfg.batch_size)
+
+
+def fit_classifier(model: torch.nn.Module, task: SequenceTask, cfg: SequenceTaskConfig, seed: int,
+                   **options: Any) -> TrainResult:
+    """Train ``model`` on the task's training set with the config's schedule (:func:`lab.core.train.fit`).
+
+    Arguments:
+        seed: the mini-batch order's seed.
+        options: further keywords of :func:`lab.core.train.fit` (``progress``, ``desc``, ``on_step``,
+            ``callback``, ``eval_every``; ``eval_data`` defaults to nothing).
+    """
+    return fit(model, task.x_train, task.y_train, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
+               ssm_lr=cfg.ssm_lr, weight_decay=cfg.weight_decay, seed=seed, **options)
+
+
+def accuracy_on_test(model: torch.nn.Module, task: SequenceTask) -> float:
+    """Test accuracy of a classifier on ``task``, in percent (the whole test set in one batch)."""
+    return 100.0 * evaluate(model, task.x_test, task.y_test, batch_size=max(1, len(task.x_test)))[0]

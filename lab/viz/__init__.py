@@ -1,1 +1,2 @@
-"""HoloViews plot builders shared by the notebooks and the dashboards (one module per method)."""
+"""The shared plot style (:mod:`lab.viz.style`) for notebooks and dashboards; each method's own HoloViews builders live in
+``lab/methods/<slug>/plots.py``."""

@@ -31,8 +31,10 @@ def bad_value(name: str, value: Any, allowed: str) -> ConfigError:
 
 
 def _num(x: float) -> str:
+    """A bound as the messages print it: whole numbers without a decimal point (``Range(0.0, 1.0)`` and
+    ``Range(0, 1)`` are equal, and typing may hand either to a field)."""
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
-        return repr(x)
+        return str(int(x))
     return repr(x) if isinstance(x, float) else str(x)
 
 

@@ -218,7 +218,7 @@ class MethodViewer(pn.viewable.Viewer):
 
     def is_prepared(self) -> bool:
         """Whether the current key is ready without background work (e.g. loaded from the cache already)."""
-        return self.prepare is MethodViewer.prepare
+        return type(self).prepare is MethodViewer.prepare
 
     def prepare(self, report: Callable[..., None]) -> None:
         """Slow first-use work for the current settings (runs in a background thread)."""

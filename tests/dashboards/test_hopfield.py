@@ -1,12 +1,36 @@
-"""The Hopfield dashboard in headless Chromium: loads cleanly, plots render, the alpha slider changes the plot."""
+"""The Hopfield dashboard: widgets from the dam Config; in headless Chromium it loads cleanly, plots render and the
+alpha slider changes the plot."""
 
 import pytest
 
 from tests.conftest import plot_titles, wait_for_bokeh
 
-pytestmark = pytest.mark.browser
+
+def test_widgets_come_from_the_config_bounds_and_docs():
+    from dashboards import hopfield
+    from lab.config import field_specs
+    from lab.methods.dam.config import Config
+
+    specs = field_specs(Config)
+    assert hopfield.METHOD == "dam"
+    for name in ("N", "trials", "seed"):
+        p = hopfield.Dashboard.param[name]
+        assert p.doc == specs[name].doc
+        assert all(specs[name].range.contains(b) for b in p.bounds), (name, p.bounds)
+    assert hopfield.Dashboard.param["update"].objects == list(specs["update"].choices)
+    assert all(specs["n"].range.contains(k) for k in hopfield.Dashboard.param["n"].objects)
 
 
+def test_alpha_bounds_follow_n_and_N():
+    from dashboards.hopfield import Dashboard, alpha_max
+
+    d = Dashboard(n=3, N=1000)
+    assert d.param.alpha.bounds[1] == pytest.approx(alpha_max(3, 1000)) and d.alpha <= alpha_max(3, 1000)
+    d.n = 2
+    assert d.param.alpha.bounds[1] == pytest.approx(0.3)
+
+
+@pytest.mark.browser
 def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
     url = serve_app("hopfield")
     page.goto(url, wait_until="networkidle", timeout=120_000)

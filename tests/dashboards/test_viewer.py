@@ -77,3 +77,11 @@ def test_views_show_a_placeholder_until_prepared_then_the_view(monkeypatch):
     viewer.N = 999  # new settings: prepared again, and the error shown in the page
     _wait(viewer)
     assert "no model for N=999" in viewer.job.status.object and not viewer.ready
+
+
+def test_a_viewer_with_nothing_to_prepare_is_ready_at_once():
+    class Plain(MethodViewer):
+        method = "dam"
+
+    viewer = Plain(profile="ci")
+    assert viewer.ready and not viewer.job.running

@@ -1,11 +1,14 @@
-"""Dense associative memory: the Numba update against plain numpy, energy descent, fixed points, theory."""
+"""Dense associative memory: the Numba update against plain numpy, energy descent, fixed points, theory, the config's
+bounds, the measurements, and the claims with their n = 2 controls on the shared ci run."""
 
 import math
 
 import numpy as np
 import pytest
 
-from lab.methods.dam import theory
+from lab.methods.dam import measures, theory
+from lab.methods.dam.claims import CLAIMS
+from lab.methods.dam.config import Config
 from lab.methods.dam.model import DenseAssociativeMemory, fields_reference, flip_to_overlap
 
 
@@ -95,42 +98,154 @@ def test_theory_values():
     assert theory.recursion(m_u - 0.01, 0.05, 3, 1)[1] < m_u - 0.01
 
 
-def test_ci_run_has_documented_dims_and_claims_evaluate():
-    import lab
+def test_config_bounds_and_cross_field_rules():
+    with pytest.raises(ValueError, match=r"N=3 is not allowed; allowed: an integer in \[16, 100000\]"):
+        Config(N=3)
+    with pytest.raises(ValueError, match="alphas=.*strictly increasing"):
+        Config(alphas=(0.1, 0.05))
+    with pytest.raises(ValueError, match="loads=.*"):
+        Config(loads=(0.5, 1.2))
+    with pytest.raises(ValueError, match="lags=8 is not allowed; allowed: at most steps=6"):
+        Config(steps=6, lags=8)
+    with pytest.raises(ValueError, match="N=.*GiB"):
+        Config(n=4, N=100_000)
+    assert Config(N_n2=()).N_n2 == ()
 
-    res = lab.run("dam", "ci", progress=False)
+
+def test_measures():
+    m = np.array([[0.5, 0.9, 0.99, 1.0], [0.2, 0.1, 0.0, 0.0]])
+    np.testing.assert_array_equal(measures.first_hit(m, 0.02), [2.0, np.nan])
+    assert measures.basin_edge(np.array([0.2, 0.4, 0.6]), np.array([0.0, 0.25, 1.0])) == pytest.approx(
+        0.4 + 0.2 / 3)
+    assert measures.critical_load(np.array([0.1, 0.2]), np.array([1.0, 0.0])) == pytest.approx(0.15)
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 50))
+    c = measures.row_correlation(a, np.stack([2 * a[0] + 1, -a[1]]))
+    np.testing.assert_allclose(c, [1.0, -1.0])
+    assert np.isnan(measures.row_correlation(np.ones((1, 5)), a[:1, :5]))[0]
+
+
+def test_ci_run_has_documented_dims_and_every_claim_a_control(ci_result):
+    res = ci_result("dam")
     ds = res.data
     assert ds.m.dims == ("alpha", "m0", "trial", "step")
-    assert ds.m_n2.dims == ("alpha_n2", "m0", "trial", "step")
+    assert ds.m_cmp.dims == ("order", "load", "m0", "trial", "step")
+    assert list(ds.order.values) == [3, 2]
+    assert ds.self_corr_cmp.dims == ("order", "load", "m0", "trial", "lag")
+    # the two orders share relative loads but not absolute ones: each refers to its own critical load
+    np.testing.assert_allclose(ds.alpha_cmp / ds.critical_load_ref_cmp, np.stack([ds["load"]] * 2))
     assert all("long_name" in ds[v].attrs and "units" in ds[v].attrs for v in ds.data_vars)
-    assert len(res.claims) == 8 and all(np.isfinite(c.measured) for c in res.claims)
+    assert len(res.claims) == len(CLAIMS)
+    for claim, r in zip(CLAIMS, res.claims):
+        assert (claim.control is None) != (claim.no_control == ""), claim.name
+        assert np.isfinite(r.measured), r.name
+        if claim.control is not None:
+            assert r.control_measured is not None and np.isfinite(r.control_measured), r.name
 
 
-def test_claims_recheck_from_saved_file(tmp_path):
+def test_claims_recheck_from_saved_file(ci_result, tmp_path):
     import lab
 
-    res = lab.run("dam", "ci", progress=False)
+    res = ci_result("dam")
     path = lab.save(res.data, tmp_path / "dam.nc")
     again = lab.check(path)
     assert [c.measured for c in again] == pytest.approx([c.measured for c in res.claims], nan_ok=True)
+    assert [c.control_measured for c in again] == pytest.approx([c.control_measured for c in res.claims],
+                                                               nan_ok=True)
 
 
-def test_claim_can_fail_when_theory_is_off():
-    """The recursion claim compares against the simulation: corrupt the theory curve and it must fail."""
-    import lab
-    from lab.methods.dam.experiment import CLAIMS
-
-    ds = lab.run("dam", "ci", progress=False).data
-    bad = ds.copy()
-    bad["m_theory"] = bad.m_theory * 0.5
-    claim = next(c for c in CLAIMS if c.name == "recursion_tracks_n")
-    assert not claim.evaluate(bad).passed
+def _claim(name):
+    return next(c for c in CLAIMS if c.name == name)
 
 
-def test_explore_for_the_dashboard():
-    from lab.methods.dam.experiment import explore
+def test_recursion_claim_fails_when_theory_is_off(ci_result):
+    bad = ci_result("dam").data.copy()
+    bad["m_theory_cmp"] = bad.m_theory_cmp * 0.5
+    assert _claim("recursion_tracks_n").evaluate(bad).verdict == "fails"
 
-    ds = explore(n=3, N=96, alpha=0.04, m0=0.7, trials=2, steps=5)
+
+def test_recursion_claim_does_not_discriminate_when_n2_tracks_too(ci_result):
+    ds = ci_result("dam").data.copy()
+    perfect = ds.m_theory_cmp.expand_dims(trial=ds.trial).transpose(*ds.m_cmp.dims)
+    ds["m_cmp"] = perfect.copy()
+    r = _claim("recursion_tracks_n").evaluate(ds)
+    assert r.measured < 1e-12 and r.control_measured < 1e-12 and r.verdict == "does not discriminate"
+
+
+def test_self_noise_needs_the_n2_control_to_remember(ci_result):
+    ds = ci_result("dam").data.copy()
+    c = ds.self_corr_cmp.copy()
+    c[0] = 0.01
+    c[1] = 0.3
+    ds["self_corr_cmp"] = c
+    r = _claim("no_self_noise").evaluate(ds)
+    assert r.measured == pytest.approx(0.01) and r.control_measured == pytest.approx(0.3) and r.verdict == "holds"
+    assert r.per_seed is not None and len(r.per_seed) == ds.sizes["trial"]
+    c[1] = -0.01  # the control forgets its start too: the check cannot tell the orders apart
+    ds["self_corr_cmp"] = c
+    assert _claim("no_self_noise").evaluate(ds).verdict == "does not discriminate"
+    c[0] = -0.3  # a memory of either sign counts
+    ds["self_corr_cmp"] = c
+    assert _claim("no_self_noise").evaluate(ds).verdict == "fails"
+
+
+def test_convergence_time_counts_never_converged_trials(ci_result):
+    ds = ci_result("dam").data.copy()
+    edge = ds.basin_edge_theory_cmp
+    inside = ((ds.m0 >= edge + 0.1) & edge.notnull() & ds.t_conv_theory_cmp[0].notnull()).transpose("load", "m0")
+    load, m0 = (int(k[0]) for k in np.nonzero(inside.values))
+    t = ds.t_conv_cmp.copy()
+    t[0] = ds.t_conv_theory_cmp[0].broadcast_like(t[0]).transpose(*t[0].dims)
+    t[0, load, m0, :] = np.nan  # one point never converges
+    ds["t_conv_cmp"] = t
+    r = _claim("convergence_time").evaluate(ds)
+    cap = ds.sizes["step"]  # steps + 1
+    assert r.measured == pytest.approx(cap - float(ds.t_conv_theory_cmp[0, load, m0]))
+    assert "never converged" in r.detail
+
+
+def test_n2_later_failure_ignores_loads_past_capacity(ci_result):
+    ds = ci_result("dam").data.copy()
+    before = _claim("n2_recursion_fails_later").evaluate(ds).measured
+    ds["m_n2"] = ds.m_n2 * 0  # the absolute-load n = 2 grid runs past capacity; the claim must not read it
+    assert _claim("n2_recursion_fails_later").evaluate(ds).measured == before
+    assert float(ds.alpha_cmp[1].max()) < float(ds.critical_load_ref_cmp[1])
+
+
+def test_critical_load_is_attributed_to_the_recursion():
+    claim = _claim("critical_load_n")
+    assert "recursion" in claim.statement and "paper" not in claim.statement
+
+
+def test_live_explore_is_memoised_and_validated():
+    from lab.methods.dam import live
+
+    ds = live.explore(n=3, N=96, alpha=0.04, m0=0.7, trials=2, steps=5)
     assert ds.m.dims == ("m0", "trial", "step") and 0.7 in ds.m0.values
+    assert live.explore.cached(n=3, N=96, alpha=0.04, m0=0.7, trials=2, steps=5)
+    assert live.explore(n=3, N=96, alpha=0.04, m0=0.7, trials=2, steps=5) is ds
     with pytest.raises(ValueError, match="N="):
-        explore(N=-3)
+        live.explore(N=-3)
+
+
+def test_plots_and_discussion_read_the_dataset(ci_result):
+    import holoviews as hv
+
+    from lab.methods.dam import plots
+
+    res = ci_result("dam")
+    ds = res.data
+    for obj in (plots.order_comparison(ds, float(ds["load"][-1])), plots.self_noise(ds), plots.basin_edge(ds),
+                plots.capacity_scaling(ds), plots.overlap_curves(ds, float(ds.alpha[0]))):
+        assert isinstance(obj, (hv.Overlay, hv.Layout)) and len(obj) >= 2
+    text = plots.discussion(ds, res.claims)
+    assert f"{float(ds.critical_load_theory):.4f}" in text and "recursion's" in text
+
+
+def test_crosstalk_is_the_field_without_the_target_pattern():
+    rng = np.random.default_rng(9)
+    dam = DenseAssociativeMemory.random(30, 24, n=3, rng=rng)
+    sigma = rng.choice([-1.0, 1.0], size=(2, 24))
+    others = fields_reference(dam.xi[1:], sigma[0], lambda x: x**3)
+    np.testing.assert_allclose(dam.crosstalk(sigma)[0], others * dam.xi[0], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(dam.crosstalk(sigma, fields=dam.fields(sigma)), dam.crosstalk(sigma))

@@ -21,26 +21,21 @@ Signal-to-noise recursion for the overlap m = ξ^1·σ / N (derived in :mod:`lab
     m(t+1) = erf( m(t)^{n-1} / sqrt(2 α (2n-3)!!) ).
 
 For n ≥ 3, m = 0 is stable and the unstable fixed point m_u(α) is the basin edge; the retrieval fixed point
-disappears at α_c (≈ 0.084 for n = 3). For n = 2 the recursion is exact for one step only; the capacity is
+disappears at the recursion's saddle-node α_c (≈ 0.084 for n = 3: the recursion's number, computed in
+:mod:`.theory`, not one quoted from the paper). For n = 2 the recursion is exact for one step only; the capacity is
 AGS's α_c ≈ 0.138.
 
-**In this lab.** :mod:`.model` (Numba exact update in O(NP) a sweep), :mod:`.theory`, :mod:`.experiment`
-(``run`` and ``CLAIMS``); notebook ``01_dam.ipynb``; dashboard ``hopfield``.
+**In this lab.** :mod:`.model` (Numba exact update in O(NP) a sweep), :mod:`.theory` (the recursion, its fixed
+points and critical load, AGS), :mod:`.measures` (reading trajectories), :mod:`.experiment` (``run``),
+:mod:`.claims` (``CLAIMS``), :mod:`.plots`, :mod:`.live` (the dashboard's small experiment); notebook
+``01_dam.ipynb``; dashboard ``hopfield``.
 """
 
-from lab.methods.dam.config import Config
 from lab.registry import Method
 
-METHOD = Method(
-    slug="dam",
-    title="Dynamical properties of dense associative memory",
-    paper="arXiv:2506.00851",
-    summary="Dense associative memory dynamics: overlap trajectories, basins, capacity and crosstalk vs theory.",
-    config=Config,
-    run="lab.methods.dam.experiment:run",
-    claims="lab.methods.dam.experiment:CLAIMS",
-    notebook="01_dam.ipynb",
-    dashboards=("hopfield",),
-)
+TITLE = "Dynamical properties of dense associative memory"
+SUMMARY = "Dense associative memory dynamics: overlap trajectories, basins, capacity and crosstalk vs theory."
 
-__all__ = ["Config", "METHOD"]
+METHOD = Method.here(__name__, title=TITLE, paper="arXiv:2506.00851", summary=SUMMARY)
+
+__all__ = ["METHOD", "SUMMARY", "TITLE"]

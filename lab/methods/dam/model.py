@@ -275,15 +275,16 @@ class DenseAssociativeMemory:
             m[:, t] = states @ self.xi[target] / self.N
         return m, states
 
-    def crosstalk(self, sigma: np.ndarray, target: int = 0) -> np.ndarray:
+    def crosstalk(self, sigma: np.ndarray, target: int = 0, fields: np.ndarray | None = None) -> np.ndarray:
         """Crosstalk noise (B, N) on each spin when retrieving pattern ``target``:
 
             z_i = ξ_i^target Σ_{μ≠target} ξ_i^μ g(h_μi),
 
-        the part of the aligned field that does not come from the target pattern itself.
+        the part of the aligned field that does not come from the target pattern itself. ``fields``: the states'
+        fields if already computed (``self.fields(sigma)``), to save the product over patterns.
         """
         sigma = np.ascontiguousarray(np.atleast_2d(sigma), dtype=np.float64)
-        total = self.fields(sigma) * self.xi[target]
+        total = (self.fields(sigma) if fields is None else fields) * self.xi[target]
         own = DenseAssociativeMemory(self.xi[target : target + 1], n=self.n, F=self.F)
         if self.F == "exp":  # the exp fields carry a per-state scale: compare in the same units
             raise NotImplementedError("crosstalk is defined for F='power' only")

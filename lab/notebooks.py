@@ -27,7 +27,15 @@ from lab import registry
 from lab.config import PROFILE_NAMES, field_specs, type_name
 from lab.io import atomic_write_text
 
-__all__ = ["notebook_overrides", "parameters_source", "sync_parameters"]
+__all__ = ["help_text", "notebook_overrides", "parameters_source", "sync_parameters"]
+
+
+def help_text(text: str) -> str:
+    """``text`` without ``=`` signs, as a parameters-cell comment: papermill's ``--help-notebook`` skips every line
+    with more than one ``=``, so comparisons become ``≥ ≤ ≠`` and equalities the full-width ``＝``."""
+    for old, new in ((">=", "≥"), ("<=", "≤"), ("!=", "≠"), ("==", "＝"), ("=", "＝")):
+        text = text.replace(old, new)
+    return text
 
 
 def parameters_source(slug: str) -> str:
@@ -40,7 +48,8 @@ def parameters_source(slug: str) -> str:
     for spec in field_specs(cfg).values():
         allowed = spec.allowed()
         doc = " ".join(spec.doc.split())
-        lines.append(f"{spec.name} = None  # {type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
+        comment = help_text(f"{type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
+        lines.append(f"{spec.name} = None  # {comment}")
     return "\n".join(lines)
 
 

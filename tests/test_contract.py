@@ -167,6 +167,7 @@ def test_notebook_is_papermill_native(slug):
         f"{slug}: parameters cell out of step with the Config (run `lab sync`)"
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "save_to=result_path" in code and f'notebook_overrides("{slug}"' in code
+    assert all("id" in c for c in cells), f"{slug}: cells without ids (nbformat 4.5)"
     for c in cells:
         if c["cell_type"] == "code":
             assert not c.get("outputs") and not c.get("execution_count"), f"{slug}: stored outputs"

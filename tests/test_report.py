@@ -44,6 +44,7 @@ def test_papermill_lists_every_config_field_with_its_doc(slug):
     """`papermill --help-notebook` reads the parameters cell: every Config field, defaulting to None."""
     import papermill as pm
 
+    from lab import notebooks
     from lab.config import field_specs
 
     params = pm.inspect_notebook(str(registry.get(slug).notebook_path))
@@ -51,7 +52,7 @@ def test_papermill_lists_every_config_field_with_its_doc(slug):
     assert {"profile", "result_path", *specs} <= set(params)
     for name, spec in specs.items():
         assert params[name]["default"] == "None"
-        assert spec.doc.split()[0] in params[name]["help"]
+        assert notebooks.help_text(spec.doc.split()[0]) in params[name]["help"]
 
 
 def test_notebook_override_reaches_the_run(tmp_path):

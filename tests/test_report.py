@@ -70,7 +70,7 @@ def test_notebook_override_reaches_the_run(tmp_path):
     assert cfg.N == 64 and cfg.trials == 2
 
 
-def _dying_execute(slug, notebook, out_dir, profile):
+def _dying_execute(slug, notebook, out_dir, profile, env=None):
     raise RuntimeError("kernel died")
 
 
@@ -90,3 +90,13 @@ def test_relative_out_folder_is_resolved(tmp_path, monkeypatch):
     summary = report.build_report(["dam"], profile="ci", jobs=1, out=Path("reports"))
     assert summary.all_executed, summary.to_text()
     assert (tmp_path / "reports" / "ci" / "dam.nc").exists()
+
+
+def test_parallel_notebooks_split_the_cores(monkeypatch):
+    from lab import report
+
+    monkeypatch.setattr(report.os, "cpu_count", lambda: 8)
+    env = report.kernel_environment(jobs=2)
+    assert env["OPENBLAS_NUM_THREADS"] == "4" and env["NUMBA_NUM_THREADS"] == "4"
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert report.kernel_environment(jobs=16)["OMP_NUM_THREADS"] == "1"

@@ -146,7 +146,7 @@ class Claim:
         else:
             verdict = "holds"
         seeds_holding = None
-        if m.per_seed is not None:
+        if m.per_seed is not None and not self.report:  # a report row has no verdict to hold on a seed
             seeds_holding = sum(self.passes(v) for v in m.per_seed)
         return ClaimResult(
             name=self.name,
@@ -239,7 +239,8 @@ def _measured_text(r: ClaimResult) -> str:
     text = fmt(r.measured)
     if r.per_seed:
         lo, hi = r.spread  # type: ignore[misc]
-        text += f" [{fmt(lo)}, {fmt(hi)}] {r.seeds_holding}/{len(r.per_seed)} seeds"
+        text += f" [{fmt(lo)}, {fmt(hi)}]"
+        text += f" {r.seeds_holding}/{len(r.per_seed)} seeds" if r.seeds_holding is not None else f" ({len(r.per_seed)})"
     return text
 
 
@@ -291,7 +292,7 @@ class ClaimsTable:
                 "source": r.source,
                 "measured": r.measured,
                 "spread": r.spread,
-                "seeds holding": (f"{r.seeds_holding}/{len(r.per_seed)}" if r.per_seed else ""),
+                "seeds holding": (f"{r.seeds_holding}/{len(r.per_seed)}" if r.seeds_holding is not None else ""),
                 "control": r.control_measured,
                 "control variant": r.control_label or r.control_why,
                 "unit": r.unit,

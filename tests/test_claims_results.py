@@ -71,6 +71,12 @@ def test_seeded_claims_report_their_spread_and_the_seeds_holding():
     assert "2/3 seeds" in ClaimsTable([res]).to_text()
 
 
+def test_a_seeded_report_row_shows_its_spread_but_no_seeds_holding():
+    row = _claim(report=True, control=None, measure=lambda ds: over_seeds([0.1, 0.3])).evaluate(_ds(0.0))
+    assert row.verdict == "reported" and row.spread == (0.1, 0.3) and row.seeds_holding is None
+    assert "[0.1, 0.3] (2)" in ClaimsTable([row]).to_text()
+
+
 def test_to_dict_carries_control_and_verdict():
     d = _claim().evaluate(_ds(0.05, 0.5)).to_dict()
     assert d["control_measured"] == 0.5 and d["control_passed"] is False and d["control_why"] == ""

@@ -240,7 +240,8 @@ def _measured_text(r: ClaimResult) -> str:
     if r.per_seed:
         lo, hi = r.spread  # type: ignore[misc]
         text += f" [{fmt(lo)}, {fmt(hi)}]"
-        text += f" {r.seeds_holding}/{len(r.per_seed)} seeds" if r.seeds_holding is not None else f" ({len(r.per_seed)})"
+        n = len(r.per_seed)
+        text += f" {r.seeds_holding}/{n} seeds" if r.seeds_holding is not None else f" ({n})"
     return text
 
 

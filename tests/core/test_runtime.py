@@ -56,3 +56,14 @@ def test_setup_process_calls_reuse_freed_memory_once_per_process():
     assert out.returncode == 0, out.stderr
     ok, again, calls = out.stdout.split()
     assert ok == again and calls == "1"
+
+
+def test_threads_also_limits_blas_and_restores_it():
+    from threadpoolctl import threadpool_info
+
+    from lab.core.runtime import threads
+
+    before = [p["num_threads"] for p in threadpool_info()]
+    with threads(1):
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert [p["num_threads"] for p in threadpool_info()] == before

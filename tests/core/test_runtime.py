@@ -59,11 +59,13 @@ def test_setup_process_calls_reuse_freed_memory_once_per_process():
 
 
 def test_threads_also_limits_blas_and_restores_it():
+    import numpy  # noqa: F401  loads the BLAS whose threads are limited
     from threadpoolctl import threadpool_info
 
     from lab.core.runtime import threads
 
     before = [p["num_threads"] for p in threadpool_info()]
+    assert before, "no BLAS/OpenMP pool found to limit"
     with threads(1):
         assert all(p["num_threads"] == 1 for p in threadpool_info())
     assert [p["num_threads"] for p in threadpool_info()] == before

@@ -16,7 +16,7 @@ help:
 	@echo "make test     install (chromium too), run the tests (not the slow ones)"
 	@echo "make test-all the tests including the slow ones"
 	@echo "make serve    serve the dashboards on http://127.0.0.1:5006"
-	@echo "make bench    lab bench scan and lab bench pde"
+	@echo "make bench    lab bench scan, pde and layers (lab bench gpu on a CUDA machine)"
 
 install: $(STAMP)
 
@@ -37,6 +37,7 @@ serve: install
 bench: install
 	$(BIN)/lab bench scan
 	$(BIN)/lab bench pde
+	$(BIN)/lab bench layers
 
 chromium:
 	@if command -v chromium >/dev/null 2>&1; then :; \

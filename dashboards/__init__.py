@@ -1,8 +1,8 @@
 """Panel dashboards, thin over ``lab``: one :class:`dashboards.viewer.MethodViewer` per app.
 
 ``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py``
-(but ``viewer.py`` and names starting with ``_``) is an app: it declares ``METHOD`` (the slug it shows), ``TITLE``
-and ``Dashboard`` (its viewer class). ``APPS`` maps each name to ``"module:Dashboard"``; the module is imported only
+(but ``viewer.py`` and names starting with ``_``) is an app: it declares ``METHOD`` (the slug it shows, or a tuple of
+slugs, its own first), ``TITLE`` and ``Dashboard`` (its viewer class). ``APPS`` maps each name to ``"module:Dashboard"``; the module is imported only
 when the app is served.
 """
 

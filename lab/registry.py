@@ -3,8 +3,8 @@
 Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method.here(__name__, title=..., paper=...)``
 in its ``__init__.py``; everything else is derived from the folder: the Config (``config.py``), ``run``
 (``experiment.py``), the claims (``claims.py``), the notebook (``notebooks/NN_<slug>.ipynb``, ``NN`` its place in
-:data:`ORDER`) and the dashboards (every ``dashboards/<name>.py`` that declares ``METHOD = "<slug>"``). The registry
-imports only the ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; ``run`` and
+:data:`ORDER`) and the dashboards (every ``dashboards/<name>.py`` that declares ``METHOD = "<slug>"``, or a tuple
+of slugs for an app that shows several). The registry imports only the ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; ``run`` and
 the claims are imported on first use.
 """
 
@@ -128,22 +128,24 @@ def position(slug: str) -> int:
 
 
 @cache
-def dashboard_methods() -> dict[str, str]:
-    """Dashboard name -> the slug it declares (``METHOD = "slug"`` in ``dashboards/<name>.py``), read without
-    importing the app."""
+def dashboard_methods() -> dict[str, tuple[str, ...]]:
+    """Dashboard name -> the slugs it shows, read without importing the app: ``METHOD = "slug"`` in
+    ``dashboards/<name>.py``, or a tuple of slugs for an app that shows several methods (the first one is the app's
+    own, the method whose Config its widgets come from)."""
     out = {}
     for path in sorted(DASHBOARD_DIR.glob("*.py")):
         if path.stem.startswith("_"):
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == "METHOD" and isinstance(node.value, ast.Constant)):
-                out[path.stem] = node.value.value
+                    and node.targets[0].id == "METHOD"):
+                value = ast.literal_eval(node.value)
+                out[path.stem] = (value,) if isinstance(value, str) else tuple(value)
     return out
 
 
 def dashboards_of(slug: str) -> tuple[str, ...]:
-    return tuple(name for name, of in dashboard_methods().items() if of == slug)
+    return tuple(name for name, of in dashboard_methods().items() if slug in of)
 
 
 @cache

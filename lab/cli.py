@@ -143,46 +143,84 @@ def serve(names: tuple[str, ...], port: int, address: str, show: bool) -> None:
     serve_apps(list(names) or list(APPS), port=port, address=address, show=show)
 
 
+SEEDS_ALLOWED = "seeds as 0-9, 0,3,7 or 0-2,5 (non-negative integers, ranges low-high)"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-9"``, ``"0,3,7"`` or ``"0-2,5"`` as a list of seeds; ConfigError names the bad part."""
+    from lab.checks import bad_value
+
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        lo, sep, hi = part.partition("-")
+        try:
+            values = range(int(lo), int(hi) + 1) if sep else [int(part)]
+        except ValueError:
+            raise bad_value("seeds", text, SEEDS_ALLOWED) from None
+        if not values or min(values) < 0:
+            raise bad_value("seeds", text, SEEDS_ALLOWED)
+        seeds.extend(values)
+    return seeds
+
+
 @cli.command()
 @click.argument("slug")
 @click.option("--profile", "-P", default="quick", show_default=True, help="ci, quick or full.")
 @click.option("-g", "grid", multiple=True, metavar="FIELD=V1,V2", help="A swept field and its values (repeatable).")
 @click.option("-p", "params", multiple=True, metavar="FIELD=VALUE", help="A fixed override (repeatable).")
+@click.option("--seeds", default=None, metavar="0-9", help="Run every point over these seeds (0-9, 0,3,7).")
 @click.option("--scheduler", default=None, help="Dask scheduler address; default: a local cluster.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes of the local cluster.")
+@click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 100),
+              help="Dask retries of a point (a lost worker).")
+@click.option("--force", is_flag=True, help="Recompute points already on disk.")
 @click.option("--out", type=click.Path(file_okay=False), default="results/sweep", show_default=True)
-def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...], scheduler: str | None,
-          workers: int, out: str) -> None:
-    """Run SLUG over a grid of Config values on Dask (a local cluster, or --scheduler for a real one)."""
+def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...], seeds: str | None,
+          scheduler: str | None, workers: int, retries: int, force: bool, out: str) -> None:
+    """Run SLUG over a grid of Config values and seeds on Dask (a local cluster, or --scheduler for a real one).
+
+    Finished points are kept under OUT/SLUG/ (one file per resolved config) and skipped by a rerun; a failed point
+    is reported and the rest run on (exit 1 names the failed points)."""
+    import pandas as pd
+
     from lab import registry
     from lab.config import ConfigError, describe_fields
+    from lab.sweep import grid_points
     from lab.sweep import sweep as run_sweep
 
     try:
         method = registry.get(slug)
     except registry.UnknownMethodError as exc:
         _bad_input(str(exc))
-    if not grid:
-        _bad_input("give at least one -g FIELD=V1,V2")
+    if not grid and seeds is None:
+        _bad_input("give at least one -g FIELD=V1,V2 or --seeds")
     axes = {k: [v for v in vals.split(",") if v] for k, vals in _parse_params(grid).items()}
-    unknown = [k for k in axes if k not in {f["name"] for f in describe_fields(method.config)}]
+    allowed = [f["name"] for f in describe_fields(method.config)]
+    unknown = [k for k in axes if k not in allowed]
     if unknown:
         _bad_input(f"{unknown[0]}={','.join(axes[unknown[0]])} is not allowed: {slug} has no parameter "
-                   f"{unknown[0]!r}; allowed: " + ", ".join(f["name"] for f in describe_fields(method.config)))
+                   f"{unknown[0]!r}; allowed: " + ", ".join(allowed))
     fixed = _parse_params(params)
     try:
-        from lab.sweep import grid_points
-
+        seed_list = parse_seeds(seeds) if seeds is not None else None
         for point in grid_points(axes):
             method.make_config(profile, **fixed, **point)
+        res = run_sweep(slug, axes, seeds=seed_list, profile=profile, base=fixed, scheduler=scheduler,
+                        workers=workers, out=out, force=force, retries=retries)
     except ConfigError as exc:
         _bad_input(str(exc))
-    res = run_sweep(slug, axes, profile=profile, base=fixed, scheduler=scheduler, workers=workers, out=out)
-    table = res.table
-    summary = table.groupby(list(axes))["passed"].agg(["sum", "count"])
-    click.echo(summary.rename(columns={"sum": "claims hold", "count": "claims"}).to_string())
-    click.echo(f"\nsaved {len(res.points)} results under {out}")
+    summary = res.summary()
+    if not summary.empty:
+        with pd.option_context("display.width", 160, "display.max_columns", 20):
+            click.echo(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    click.echo(f"\n{len(res.points)} points: {res.computed} computed, {res.skipped} reused from {out}/{slug}, "
+               f"{len(res.failures)} failed; {res.elapsed_s:.1f} s")
+    if res.failures:
+        for f in res.failures:
+            point = ", ".join(f"{k}={v}" for k, v in f["point"].items())
+            click.echo(f"failed: {point}: {f['error']}", err=True)
+        sys.exit(1)
 
 
 BENCHES = {

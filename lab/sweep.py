@@ -1,23 +1,38 @@
-"""Parameter sweeps on Dask: the same code on a laptop (a local cluster) and on a real cluster (its address).
+"""Parameter and seed sweeps on Dask: the same code on a laptop (a local cluster) and on a real cluster (its address),
+resumable, with failures isolated.
 
-Each point of the grid is one ``lab.run`` in a worker process; its Dataset is saved (atomically) under ``out`` when
-given, and its claims are evaluated where it ran. The results come back as one table of claims per point and, when
-every point has the same dimensions, as one Dataset with a dimension per swept field.
+Each point of the grid (times each seed) is one ``lab.run`` in a worker process. Its Dataset is written atomically
+to ``out/<slug>/<key>.nc`` where ``key`` is a content hash of the point's *resolved* Config and the lab's version
+(:func:`point_key`): a rerun of the same sweep skips every point already on disk (and says how many), ``force=True``
+recomputes them, and a file that cannot be read (truncated, overwritten) is recomputed with a warning. A point that
+raises is recorded with its error and traceback and the rest run on; Dask's task ``retries`` cover a worker that
+dies mid-point (its task is resubmitted to another worker).
 
     from lab.sweep import sweep
-    res = sweep("dam", {"N": [128, 256], "seed": [0, 1]}, profile="ci")
-    res.table                    # one row per (point, claim)
+    res = sweep("dam", {"N": [128, 256]}, seeds=range(3), profile="ci")
+    res.table                    # one row per (point, seed, claim): measured, control, verdict
+    res.summary()                # one row per (point, claim): mean, spread, share of seeds that hold
     res.data                     # dims N, seed, + the method's own
+    res.failures                 # [{point, error, traceback}, ...]
 
-On a cluster: ``sweep(..., scheduler="tcp://scheduler:8786")`` (dask-jobqueue, dask-kubernetes or ``dask
-scheduler`` + ``dask worker`` all give such an address).
+On a cluster: ``sweep(..., scheduler="tcp://scheduler:8786")`` (``dask scheduler`` + ``dask worker``, or
+dask-jobqueue on Slurm, give such an address; the README's scale-out section has the commands). The Datasets travel
+back to the client, so the workers need no shared file system; the client writes the files.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import json
+import os
+import signal
+import time
+import traceback as tb
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,106 +40,262 @@ import xarray as xr
 
 from lab import registry
 
+__all__ = ["FAULT_ENV", "SweepResult", "grid_points", "point_key", "sweep"]
 
-@dataclass
-class SweepResult:
-    points: list[dict[str, Any]]
-    datasets: list[xr.Dataset]
-    table: Any  # pandas.DataFrame: one row per point and claim
-
-    @property
-    def data(self) -> xr.Dataset:
-        """All points as one Dataset with a dimension per swept field (fails if their shapes differ)."""
-        keys = list(self.points[0])
-        stacked = [ds.expand_dims({k: [p[k]] for k in keys}) for p, ds in zip(self.points, self.datasets)]
-        for ds in stacked:
-            ds.attrs = {}
-        return xr.combine_by_coords(stacked, combine_attrs="drop")
+#: fault injection, for the fault tests: ``kill-once:PATH``: the first point to start creates PATH and kills its own
+#: worker with SIGKILL (later points, and the retried one, find the file and run normally); ``raise-seed:N``: the
+#: points with seed N raise RuntimeError
+FAULT_ENV = "LAB_SWEEP_FAULT"
 
 
-def _run_point(slug: str, profile: str, params: dict[str, Any], out: str | None) -> tuple[xr.Dataset, list[dict]]:
-    from lab import api
+def _lab_version() -> str:
+    from lab import __version__
 
-    result = api.run(slug, profile, progress=False, **params)
-    if out:
-        tag = "-".join(f"{k}={v}" for k, v in params.items()).replace("/", "_")
-        api.save(result.data, Path(out) / f"{slug}-{profile}-{tag}.nc")
-    return result.data, [c.to_dict() for c in result.claims]
+    return __version__
 
 
-def _fields(cls: type) -> set[str]:
-    import dataclasses
-
-    return {f.name for f in dataclasses.fields(cls)}
+def point_key(slug: str, config) -> str:
+    """Content hash of a resolved Config (and the method and the lab's version): a point's file name."""
+    text = json.dumps({"method": slug, "config": json.loads(config.to_json()), "lab": _lab_version()},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """The cartesian product of ``grid``, as a list of ``{field: value}``."""
     keys = list(grid)
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _run_point(slug: str, profile: str, params: dict[str, Any]) -> xr.Dataset:
+    """One point, in a worker: the run's Dataset (with provenance)."""
+    from lab import api
+
+    fault, _, arg = os.environ.get(FAULT_ENV, "").partition(":")
+    if fault == "kill-once":
+        try:
+            fd = os.open(arg, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+    elif fault == "raise-seed" and int(params.get("seed", -1)) == int(arg):
+        raise RuntimeError(f"injected fault at seed {arg} ({FAULT_ENV})")
+    return api.run(slug, profile, progress=False, **params).data
+
+
+@dataclass
+class SweepResult:
+    """What a sweep produced.
+
+    Attributes:
+        slug, axes: the method and the swept fields (``seed`` included when seeds were swept).
+        points: every point (``{field: value}``), in grid order.
+        datasets: each point's Dataset, or None where it failed.
+        table: pandas.DataFrame, one row per (point, claim) with the claim's measured value, control and verdict;
+            failed points have one row with ``status = "error"``.
+        failures: ``[{"point", "error", "traceback"}]``.
+        skipped: points found on disk and reused. computed: points run now. elapsed_s: wall time.
+    """
+
+    slug: str
+    axes: list[str]
+    points: list[dict[str, Any]]
+    datasets: list[xr.Dataset | None]
+    table: Any
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    computed: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def data(self) -> xr.Dataset:
+        """The successful points as one Dataset with a dimension per swept field (fails if their shapes differ)."""
+        stacked = []
+        for p, ds in zip(self.points, self.datasets):
+            if ds is None:
+                continue
+            ds = ds.expand_dims({k: [p[k]] for k in self.axes})
+            ds.attrs = {}
+            stacked.append(ds)
+        if not stacked:
+            raise ValueError("no point of the sweep succeeded; see .failures")
+        return xr.combine_by_coords(stacked, combine_attrs="drop")
+
+    def summary(self):
+        """One row per (point without its seed, claim): the mean and spread (standard deviation) of the measured
+        value and of the control over the seeds, and the share of seeds on which the claim holds."""
+        import pandas as pd
+
+        table = self.table[self.table["status"] == "ok"]
+        if table.empty:
+            return pd.DataFrame()
+        keys = [k for k in self.axes if k != "seed"] + ["name"]
+        grouped = table.groupby(keys, sort=False, dropna=False)
+        out = grouped.agg(
+            seeds=("measured", "size"),
+            measured_mean=("measured", "mean"),
+            measured_std=("measured", "std"),
+            control_mean=("control_measured", "mean"),
+            holds_share=("passed", "mean"),
+        )
+        return out.reset_index()
+
+
+def _check_seeds(method, grid: Mapping[str, Sequence[Any]], seeds: Iterable[int] | None) -> list[int] | None:
+    from lab.checks import bad_value
+
+    if seeds is None:
+        return None
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise bad_value("seeds", seeds, "at least one seed")
+    if "seed" in grid:
+        raise bad_value("seeds", seeds, "seeds or a 'seed' grid axis, not both")
+    if len(set(seeds)) != len(seeds):
+        raise bad_value("seeds", seeds, "distinct seeds")
+    return seeds
+
+
+def _load_point(path: Path) -> xr.Dataset | None:
+    """A finished point's Dataset, or None when there is none or it cannot be read (then it is recomputed)."""
+    from lab import results
+
+    if not path.exists():
+        return None
+    try:
+        ds = results.load(path)
+        if "method" not in ds.attrs or "config" not in ds.attrs:
+            raise ValueError("no method/config attributes")
+        return ds
+    except Exception as exc:  # a truncated or overwritten file: say so and recompute
+        warnings.warn(f"sweep: result file {path} is unreadable ({type(exc).__name__}: {exc}); recomputing it",
+                      RuntimeWarning, stacklevel=3)
+        path.unlink(missing_ok=True)
+        return None
 
 
 def sweep(
     slug: str,
     grid: Mapping[str, Sequence[Any]],
     *,
+    seeds: Iterable[int] | None = None,
     profile: str = "quick",
     base: Mapping[str, Any] | None = None,
     scheduler: str | None = None,
     workers: int = 2,
-    out: str | Path | None = None,
+    out: str | Path | None = "results/sweep",
+    force: bool = False,
+    retries: int = 2,
     progress: bool = True,
 ) -> SweepResult:
-    """Run ``slug`` at every point of ``grid`` (a cartesian product of Config field values) on Dask.
+    """Run ``slug`` at every point of ``grid`` (a cartesian product of Config field values), for every seed, on Dask.
 
     Arguments:
         slug: a registered method.
-        grid: field -> values; e.g. ``{"N": [128, 256], "seed": [0, 1, 2]}``.
+        grid: field -> values; e.g. ``{"N": [128, 256]}`` (may be empty when ``seeds`` are given).
+        seeds: run every point for each of these seeds (a ``seed`` axis); None: the profile's seed only.
         profile: the profile every point starts from; ``base`` adds fixed overrides.
         scheduler: a Dask scheduler address; ``None`` starts a local cluster of ``workers`` processes, one thread
             each (the lab's numerics use their own threads).
-        out: folder for one NetCDF per point.
+        out: folder of the results, one NetCDF per point under ``out/<slug>/``; finished points there are reused.
+            None keeps nothing (and resumes nothing).
+        force: recompute points that are already on disk.
+        retries: Dask task retries of a point (a worker lost mid-point, or an error that may be transient).
+
     Returns:
-        SweepResult with the points, their Datasets and a claims table.
+        :class:`SweepResult`.
     """
     import pandas as pd
-    from dask.distributed import Client, LocalCluster, as_completed
 
+    from lab.api import check
     from lab.config import coerce
 
+    start = time.perf_counter()
     method = registry.get(slug)
     base = dict(base or {})
-    grid = {k: [coerce(method.config, k, v) if k in _fields(method.config) else v for v in vals]
-            for k, vals in grid.items()}
-    points = grid_points(grid)
+    names = {f.name for f in dataclasses.fields(method.config)}
+    grid = {k: [coerce(method.config, k, v) if k in names else v for v in vals] for k, vals in grid.items()}
+    seed_list = _check_seeds(method, grid, seeds)
+    full_grid = dict(grid)
+    if seed_list is not None:
+        full_grid["seed"] = seed_list
+    if not full_grid:
+        raise ValueError("grid={} is empty and no seeds given; give at least one swept field or seeds")
+    points = grid_points(full_grid)
     if not points:
         raise ValueError(f"grid={dict(grid)!r} is empty; give at least one value per field")
-    for p in points:  # validate every point before starting anything
-        method.make_config(profile, **base, **p)
+    configs = [method.make_config(profile, **base, **p) for p in points]  # validate every point first
+    folder = Path(out) / slug if out is not None else None
+    paths = [folder / f"{point_key(slug, cfg)}.nc" if folder is not None else None for cfg in configs]
+
+    datasets: list[xr.Dataset | None] = [None] * len(points)
+    todo = []
+    for i, path in enumerate(paths):
+        if path is not None and not force:
+            datasets[i] = _load_point(path)
+        if datasets[i] is None:
+            todo.append(i)
+    skipped = len(points) - len(todo)
+    if progress and skipped:
+        print(f"sweep {slug}: {skipped} of {len(points)} points already done under {folder}, skipped "
+              f"(force=True recomputes them)")
+
+    errors: dict[int, tuple[str, str]] = {}
+    if todo:
+        _compute(slug, profile, base, points, todo, paths, datasets, errors, scheduler, workers, retries, progress)
+
+    rows = []
+    failures = []
+    for i, p in enumerate(points):
+        if i in errors:
+            msg, trace = errors[i]
+            failures.append({"point": p, "error": msg, "traceback": trace})
+            rows.append({**p, "name": None, "status": "error", "error": msg, "passed": False})
+            continue
+        for claim in check(datasets[i], slug):
+            rows.append({**p, **claim.to_dict(), "status": "ok", "error": ""})
+    return SweepResult(slug, list(full_grid), points, datasets, pd.DataFrame(rows), failures, skipped, len(todo),
+                       time.perf_counter() - start)
+
+
+def _compute(slug, profile, base, points, todo, paths, datasets, errors, scheduler, workers, retries, progress):
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    from lab import results
+
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=min(workers, len(todo)), threads_per_worker=1, processes=True,
+                               dashboard_address=None)
         client = Client(cluster)
     else:
         client = Client(scheduler)
     try:
-        futures = {
-            client.submit(_run_point, slug, profile, {**base, **p}, str(out) if out else None, pure=False): i
-            for i, p in enumerate(points)
-        }
-        results: dict[int, tuple[xr.Dataset, list[dict]]] = {}
+        futures = {client.submit(_run_point, slug, profile, {**base, **points[i]}, pure=False, retries=retries): i
+                   for i in todo}
         iterator = as_completed(futures)
+        bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            iterator = tqdm(iterator, total=len(futures), desc=f"sweep {slug}")
+            bar = tqdm(total=len(futures), desc=f"sweep {slug}")
         for fut in iterator:
-            results[futures[fut]] = fut.result()
+            i = futures[fut]
+            if fut.status == "error":
+                exc = fut.exception()
+                errors[i] = (f"{type(exc).__name__}: {exc}", "".join(tb.format_tb(fut.traceback())))
+            else:
+                ds = fut.result()
+                if paths[i] is not None:
+                    results.save(ds, paths[i])
+                datasets[i] = ds
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-    rows = []
-    for i, p in enumerate(points):
-        for claim in results[i][1]:
-            rows.append({**p, **claim})
-    return SweepResult(points, [results[i][0] for i in range(len(points))], pd.DataFrame(rows))

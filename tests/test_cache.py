@@ -442,3 +442,56 @@ def test_memo_keys_eviction_and_clear() -> None:
     assert not f.cached(Cfg(3))
     with pytest.raises(TypeError):
         f([{1, 2}])  # an unhashable argument is refused, not silently recomputed
+
+
+_CONCURRENT = """
+import sys, time
+import numpy as np, xarray as xr
+from lab.cache import cached_dataset
+
+def build():
+    time.sleep(0.5)  # a slow generator: the two processes overlap
+    return xr.Dataset({"u": (("i",), np.arange(200_000, dtype=np.float64))})
+
+ds = cached_dataset("concurrent", {"n": 200_000}, build, root=sys.argv[1])
+assert float(ds["u"].sum()) == float(np.arange(200_000).sum())
+print("ok", ds.attrs["lab_cache_key"][:8])
+"""
+
+_READER = """
+import sys, time
+from pathlib import Path
+import xarray as xr
+root, stop = Path(sys.argv[1]), Path(sys.argv[2])
+reads = 0
+while not stop.exists():
+    for path in root.glob("concurrent-*.nc"):  # the final name only ever holds a complete file
+        with xr.open_dataset(path) as ds:
+            assert ds["u"].size == 200_000
+        reads += 1
+    time.sleep(0.01)
+print("reads", reads)
+"""
+
+
+def test_two_processes_building_the_same_data_set(tmp_path: Path) -> None:
+    """Fault test: two processes generate the same data set at once. Both finish with the full data, the file is
+    valid, and a third process reading the final name meanwhile never sees a half-written file."""
+    import subprocess
+    import sys
+
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), str(stop)], stdout=subprocess.PIPE,
+                              text=True)
+    writers = [subprocess.Popen([sys.executable, "-c", _CONCURRENT, str(tmp_path)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [w.communicate(timeout=120) for w in writers]
+    stop.touch()
+    reader_out, _ = reader.communicate(timeout=60)
+    assert all(w.returncode == 0 for w in writers), [o[1][-2000:] for o in outs]
+    assert outs[0][0].split() == outs[1][0].split() and outs[0][0].startswith("ok")
+    assert reader.returncode == 0 and reader_out.startswith("reads")
+    files = list(tmp_path.glob("concurrent-*.nc"))
+    assert len(files) == 1 and not _leftovers(tmp_path)
+    ds = cached_dataset("concurrent", {"n": 200_000}, Builder(), root=tmp_path)  # valid: loads, never rebuilds
+    assert ds["u"].size == 200_000

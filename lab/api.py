@@ -53,6 +53,7 @@ def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: st
 
     method = registry.get(slug)
     cfg = method.make_config(profile, **overrides)
+    check_machine(cfg)
     setup_process()
     start = time.perf_counter()
     ds = method.run_fn(cfg, progress=progress)
@@ -61,6 +62,16 @@ def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: st
     if save_to:
         results.save(ds, save_to)
     return RunResult(data=ds, claims=check(ds, slug), config=cfg)
+
+
+def check_machine(cfg) -> None:
+    """Refuse, before any work, a Config this machine cannot run (``device='cuda'`` where torch sees no GPU):
+    :class:`lab.checks.ConfigError`. Checked where the run happens, so a client without a GPU can still build the
+    Config of a GPU worker's sweep."""
+    if getattr(cfg, "device", None) is not None:
+        from lab.core.runtime import resolve_device
+
+        resolve_device(cfg.device)
 
 
 def check(ds: xr.Dataset | str | os.PathLike, slug: str | None = None) -> ClaimsTable:

@@ -77,6 +77,7 @@ def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool
     overrides = _parse_params(params)
     try:
         cfg = method.make_config(profile, **overrides)  # validate everything before running or writing
+        api.check_machine(cfg)
     except ConfigError as exc:
         _bad_input(str(exc))
     result = api.run(slug, profile, progress=not quiet, **overrides)

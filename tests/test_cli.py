@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from lab.cli import cli
@@ -39,6 +40,10 @@ def test_list(runner):
         (["sweep", "dam", "-g", "bogus=1,2"], "bogus=1,2 is not allowed: dam has no parameter 'bogus'"),
         (["sweep", "dam", "-g", "N=64,-3"], "N=-3 is not allowed"),
         (["sweep", "nosuch", "-g", "N=1"], "known methods"),
+        (["sweep", "dam", "--seeds", "3-1"], "seeds='3-1' is not allowed"),
+        (["run", "compressm", "-p", "device=gpu"], "device='gpu' is not allowed; allowed: one of 'auto', 'cpu'"),
+        pytest.param(["run", "compressm", "-P", "ci", "-p", "device=cuda"], "torch sees no CUDA device",
+                     marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(runner, tmp_path, args, fragment):

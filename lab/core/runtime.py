@@ -8,6 +8,9 @@
 * :func:`threads` sets torch's intra-op threads, the Numba threads of the kernels and the BLAS/OpenMP threads of
   NumPy and SciPy (threadpoolctl) together for a block. Floating-point sums depend on the thread count, so a run that
   pins its threads gives the same numbers whether it runs alone or beside another notebook.
+* :func:`resolve_device`: the ``device`` Config field of the methods that train (``auto``, ``cpu``, ``cuda``) as a
+  ``torch.device``; :func:`lab.core.train.fit` trains there and hands the model back on the CPU, so everything after
+  training (evaluation, caching, plots) is the same code on a laptop and on a GPU worker.
 """
 
 from __future__ import annotations
@@ -15,8 +18,15 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Literal
 
-__all__ = ["setup_process", "threads"]
+#: the type of a Config's ``device`` field: ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cpu`` or ``cuda``
+Device = Literal["auto", "cpu", "cuda"]
+
+__all__ = ["DEVICES", "Device", "resolve_device", "setup_process", "threads"]
+
+#: the values of a method's ``device`` field
+DEVICES = ("auto", "cpu", "cuda")
 
 _SETUP = threading.Lock()
 _STATE: dict[str, bool] = {}
@@ -56,3 +66,24 @@ def threads(n: int | None) -> Iterator[None]:
     finally:
         torch.set_num_threads(saved)
         numba.set_num_threads(saved_numba)
+
+
+def resolve_device(device: str | None):
+    """``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:1``, or None for the CPU) as a ``torch.device``.
+
+    Checked where the work runs (a sweep's GPU worker, not the client that builds the Config): ``cuda`` on a machine
+    where torch sees no GPU raises :class:`lab.checks.ConfigError` naming the field.
+    """
+    import torch
+
+    from lab.checks import bad_value
+
+    if device is None or device == "cpu":
+        return torch.device("cpu")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not str(device).startswith("cuda"):
+        raise bad_value("device", device, ", ".join(DEVICES))
+    if not torch.cuda.is_available():
+        raise bad_value("device", device, "cpu or auto on this machine (torch sees no CUDA device)")
+    return torch.device(device)

@@ -28,6 +28,7 @@ import torch
 
 from lab.checks import Choices, Range, check_choice
 from lab.core.models import SequenceClassifier
+from lab.core.runtime import Device
 from lab.core.train import TrainResult, evaluate, fit
 from lab.datasets.sequences import TASKS, SequenceTask, load_sequence_task
 
@@ -82,6 +83,9 @@ class SequenceTaskConfig:
     """Independently trained models per variant (seeds seed, seed+1, ...)."""
     threads: Annotated[int, Range(1, 256)] = 1
     """Torch and Numba threads (1 is fastest for these small models on a shared machine)."""
+    device: Device = "cpu"
+    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); the trained weights come back to the
+    CPU for evaluation."""
 
     #: the fields that determine a model's trained weights (with the seed and the mixer)
     TRAINING_FIELDS = ("dataset", "permuted", "n_train", "n_layers", "d_model", "d_state", "epochs", "batch_size",
@@ -141,7 +145,7 @@ def fit_classifier(model: torch.nn.Module, task: SequenceTask, cfg: SequenceTask
             ``callback``, ``eval_every``; ``eval_data`` defaults to nothing).
     """
     return fit(model, task.x_train, task.y_train, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-               ssm_lr=cfg.ssm_lr, weight_decay=cfg.weight_decay, seed=seed, **options)
+               ssm_lr=cfg.ssm_lr, weight_decay=cfg.weight_decay, seed=seed, device=cfg.device, **options)
 
 
 def accuracy_on_test(model: torch.nn.Module, task: SequenceTask) -> float:

@@ -148,6 +148,7 @@ def fit(
     callback: Callable[[int, int, float], None] | None = None,
     eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
     eval_every: int = 0,
+    device: str | None = None,
 ) -> TrainResult:
     """Train ``model`` with AdamW, linear warm-up and cosine decay (:func:`lr_factor`).
 
@@ -165,6 +166,10 @@ def fit(
         on_step: called as ``on_step(step, model, optimizer)`` after every optimiser step (``step`` from 1).
         callback: called as ``callback(step, total, loss)`` after every step (a dashboard's progress bar).
         eval_data, eval_every: classification accuracy every ``eval_every`` steps and at the end.
+        device: where to train (``auto``, ``cpu``, ``cuda``: :func:`lab.core.runtime.resolve_device`; None: the
+            CPU). The model and every batch move there for training; the model comes back to the CPU at the end.
+            A ``loss`` callable gets its batch on the device; tensors it captures itself must follow
+            ``next(model.parameters()).device``.
 
     Returns:
         :class:`TrainResult`.
@@ -189,6 +194,12 @@ def fit(
                 raise ValueError("give epochs or steps")
             epochs = math.ceil(steps / per_epoch)
         total = epochs * per_epoch if steps is None else min(int(steps), epochs * per_epoch)
+    from lab.core.runtime import resolve_device
+
+    dev = resolve_device(device)
+    on_device = dev.type != "cpu"
+    if on_device:
+        model.to(dev)
     opt = torch.optim.AdamW(param_groups(model, lr, ssm_lr, weight_decay), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
     gen = torch.Generator().manual_seed(seed)
@@ -213,6 +224,8 @@ def fit(
         if step >= total:
             break
         start, start_cpu = time.perf_counter(), time.process_time()
+        if on_device:
+            batch = tuple(t.to(dev, non_blocking=True) if isinstance(t, torch.Tensor) else t for t in batch)
         value = loss_fn(model, batch)
         opt.zero_grad(set_to_none=True)
         value.backward()
@@ -232,7 +245,7 @@ def fit(
         if callback is not None:
             callback(step, total, float(losses[step - 1]))
         if eval_data is not None and eval_every and (step % eval_every == 0 or step == total):
-            acc, _ = evaluate(model, *eval_data)
+            acc, _ = evaluate(model, *(t.to(dev) for t in eval_data))
             result.eval_steps.append(step)
             result.eval_accuracy.append(acc)
             bar.set_postfix(acc=f"{acc:.3f}")
@@ -240,5 +253,7 @@ def fit(
             bar.set_postfix(loss=f"{losses[step - 1]:.3g}")
     bar.close()
     model.eval()
+    if on_device:
+        model.to("cpu")
     result.steps, result.wall_time_s, result.cpu_time_s = step, elapsed, cpu
     return result

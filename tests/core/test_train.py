@@ -145,3 +145,39 @@ def test_bad_calls_raise_clear_errors(args, kwargs, match):
     args = (x, y) if args == ("xy",) else args
     with pytest.raises(ValueError, match=match):
         fit(torch.nn.Linear(1, 2), *args, progress=False, **kwargs)
+
+
+def test_device_field_resolves_and_a_missing_gpu_is_a_clear_error():
+    from lab.config import ConfigError
+    from lab.core.runtime import resolve_device
+
+    assert resolve_device(None).type == "cpu" and resolve_device("cpu").type == "cpu"
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConfigError, match="device='tpu' is not allowed"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="device='cuda' is not allowed; allowed: cpu or auto on this machine"):
+            resolve_device("cuda")
+        x, y = _regression()
+        with pytest.raises(ConfigError, match="device='cuda'"):
+            fit(torch.nn.Linear(3, 1), x, y, loss="mse", epochs=1, progress=False, device="cuda")
+
+
+def test_fit_on_cpu_device_equals_the_default():
+    x, y = _regression()
+    losses = []
+    for device in (None, "cpu", "auto" if not torch.cuda.is_available() else "cpu"):
+        torch.manual_seed(0)
+        res = fit(torch.nn.Linear(3, 1), x, y, loss="mse", epochs=3, progress=False, device=device)
+        losses.append(res.loss)
+    np.testing.assert_array_equal(losses[0], losses[1])
+    np.testing.assert_array_equal(losses[0], losses[2])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the device machine)")
+def test_fit_on_cuda_trains_there_and_returns_the_model_on_the_cpu():
+    x, y = _regression()
+    model = torch.nn.Linear(3, 1)
+    res = fit(model, x, y, loss="mse", epochs=20, lr=5e-2, progress=False, device="cuda", eval_data=None)
+    assert next(model.parameters()).device.type == "cpu"
+    assert res.loss[-1] < 0.5 * res.loss[0]

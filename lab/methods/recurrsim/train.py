@@ -231,7 +231,8 @@ def trained_model(cfg: Config, equation: str, kind: str, *, train: np.ndarray | 
             return torch.mean(((pred - y) / out_scale) ** 2)
 
         result = fit(model, sample, steps=cfg.iterations, loss=loss, lr=cfg.lr, weight_decay=0.0, warmup=WARMUP,
-                     clip=1.0, progress=progress, desc=f"train {kind} on {equation}", callback=callback)
+                     clip=1.0, progress=progress, desc=f"train {kind} on {equation}", callback=callback,
+                     device=cfg.device)
         return {"curves": {"loss": result.loss.astype(np.float32)}, "meta": {"train_seconds": result.wall_time_s}}
 
     with torch.random.fork_rng(devices=[]), threads(cfg.threads):

@@ -1,0 +1,196 @@
+"""The expressiveness paper's separations as claims, read from the run's Dataset alone.
+
+Two kinds. *Expressible* claims check a hand-built construction exactly: the count of wrong prefix decisions over
+every sampled word up to ``check_length`` must be 0 (``< 1``), in float32 and in int8 where the construction has an
+integer form; their control is the class the paper says cannot, built by hand the same way (a time-invariant
+'since', a gate in (0, 1) that counts the length, the counter in int8). *Learnable* claims read trained one-layer
+models on the positions beyond the training length at ``claim_factor`` x that length; "learnable" means some
+training run finds a rule that generalises, so the statistic is the best seed (the spread is shown), and the
+control, the class the paper says cannot, must fail on every seed. Which (class, language) pairs the paper says are
+expressible, against which were learned, is a report row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from lab.claims import Claim, Measurement, over_seeds
+
+LEARNED = 0.9  # accuracy beyond the training length that counts as "learned" (chance: 0.5)
+
+
+def _wrong(name: str, precisions=("float32", "int8")):
+    """A measure: wrong prefix decisions of construction ``name`` summed over lengths and ``precisions``."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        sub = ds.wrong.sel(construction=name, precision=list(precisions))
+        checked = sub.notnull().any("length")
+        if not bool(checked.any()):
+            raise ValueError(f"{name} was not checked in {precisions}")
+        parts = []
+        for p in sub.precision.values:
+            if bool(checked.sel(precision=p)):
+                first = ds.first_failure.sel(construction=name, precision=p).min()
+                where = "none wrong" if np.isnan(first) else f"first wrong at position {int(first)}"
+                parts.append(f"{p}: {int(sub.sel(precision=p).sum())} wrong ({where})")
+        total = int(ds.decisions.sel(construction=name, precision=list(precisions)).sum())
+        return Measurement(float(sub.sum()), f"{'; '.join(parts)}; of {total} decisions, lengths to "
+                                             f"{int(ds.length.max())}")
+
+    return measure
+
+
+def _counter(precision: str):
+    def measure(ds: xr.Dataset) -> Measurement:
+        sampled = float(ds.wrong.sel(construction="counter", precision=precision).sum())
+        grid = ds.counter_accepts.sel(precision=precision)
+        bad = (grid != ds.counter_truth)
+        accepted = ds.n.values[(grid.sel(word="member") == 1).values]
+        largest = int(accepted.max()) if accepted.size else 0
+        first_bad = ds.n.values[bad.any("word").values]
+        where = f"first wrong at n = {int(first_bad[0])}" if first_bad.size else "grid all right"
+        return Measurement(sampled + float(bad.sum()),
+                           f"{int(sampled)} wrong on sampled words, {int(bad.sum())} on the a^n b^n c^n grid "
+                           f"({where}; largest member accepted n = {largest})")
+
+    return measure
+
+
+def _learned(language: str, kind: str):
+    """A measure: accuracy beyond the training length at the claim factor, best seed."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        if language == "mod_count" and int(ds.attrs["modulus"]) != 2:
+            raise ValueError(f"the parity claim needs modulus 2, the run has {ds.attrs['modulus']}")
+        acc = ds.accuracy_beyond.sel(language=language, kind=kind, factor=int(ds.attrs["claim_factor"]))
+        at_train = ds.accuracy.sel(language=language, kind=kind, factor=1).values
+        return over_seeds(acc.values, "max", f"{kind} on {language}: beyond length {ds.attrs['train_length']} at "
+                                              f"{ds.attrs['claim_factor']}x, best of {acc.size} seed(s) (at the "
+                                              f"training length: {np.round(at_train, 3).tolist()})")
+
+    return measure
+
+
+def _agreement(ds: xr.Dataset) -> Measurement:
+    best = ds.accuracy_beyond.sel(factor=int(ds.attrs["claim_factor"])).max("seed")
+    learned = best > LEARNED
+    agree = learned == (ds.expressible == 1)
+    cells = []
+    for lang in ds.language.values:
+        for kind in ds.kind.values:
+            cell = f"{lang}/{kind}: {'learned' if bool(learned.sel(language=lang, kind=kind)) else 'not'}"
+            if not bool(agree.sel(language=lang, kind=kind)):
+                cell += f" (paper: {'yes' if bool(ds.expressible.sel(language=lang, kind=kind)) else 'no'})"
+            cells.append(cell)
+    return Measurement(float(agree.mean()), "; ".join(cells))
+
+
+CLAIMS = [
+    Claim(
+        name="since_every_length",
+        statement="The hand-built input-gated 'b S a' (gate [x = b], inc [x = a]) decides every prefix right at "
+                  "every length, in float32 and in int8",
+        source="paper: diagonal input-gated SSMs of fixed width express pure-past LTL (the Since construction)",
+        measure=_wrong("since"),
+        op="<",
+        threshold=1.0,
+        threshold_source="the brief: 100% at every length to 10^4: not one wrong decision",
+        unit="wrong prefixes",
+        control=_wrong("lti_since", ("float32",)),
+        control_label="a time-invariant 'since' (two memories decaying at λ < 1/2; exact with real numbers) in "
+                      "float32: the paper says time-invariant fixed-width SSMs cannot express Since",
+    ),
+    Claim(
+        name="rotation_aa_star_every_length",
+        statement="A time-invariant rotation by π (h = -h + 1, accept iff h = 0) recognises (aa)* at every length, "
+                  "in float32 and in int8",
+        source="paper: time-invariant SSMs keep modular counters (rotation / cyclic permutation)",
+        measure=_wrong("lti_rotation"),
+        op="<",
+        threshold=1.0,
+        threshold_source="exact: not one wrong decision (the brief: mod-2 LTI counter 100% on (aa)*)",
+        unit="wrong prefixes",
+        control=_wrong("decay_parity", ("float32",)),
+        control_label="a gate in (0, 1) whose readout decodes the length from h_t = (1 - g^t)/(1 - g): the paper "
+                      "says diagonal gates in (0, 1) cannot recognise (aa)*",
+    ),
+    Claim(
+        name="counter_float32_anbncn",
+        statement="Counters with A = 1 recognise a^n b^n c^n in float32 (unbounded precision at these lengths) on "
+                  "sampled words and on a grid of members and near misses up to check_length",
+        source="paper: log-precision SSMs count (a^n b^n c^n); fixed-width SSMs recognise only regular languages",
+        measure=_counter("float32"),
+        op="<",
+        threshold=1.0,
+        threshold_source="the brief: float32 holds to 10^4: not one wrong decision",
+        unit="wrong decisions",
+        control=_counter("int8"),
+        control_label="the same counters in saturating int8 (fixed width): wrong beyond n = 127",
+    ),
+    Claim(
+        name="rotation_learns_aa_star",
+        statement="A trained one-layer time-invariant model (real and complex eigenvalues) learns (aa)* and keeps "
+                  "it beyond its training length (best seed)",
+        source="paper: diagonal gates in (0, 1) fail (aa)* while a rotation (time-invariant) succeeds",
+        measure=_learned("aa_star", "lti"),
+        op=">",
+        threshold=LEARNED,
+        threshold_source="90% of the decisions beyond the training length at the brief's 4x (our convention; "
+                         "chance 50%)",
+        unit="accuracy",
+        control=_learned("aa_star", "gate01"),
+        control_label="trained input gates in (0, 1) (sigmoid): no seed may pass",
+    ),
+    Claim(
+        name="negative_gates_learn_parity",
+        statement="A trained one-layer model with input gates in (-1, 1) learns parity (#a mod 2) beyond its "
+                  "training length (best seed)",
+        source="paper: (0, 1)-gated and time-invariant layers stay in AC0, parity is not; negative gates "
+               "(Grazzi et al.) count mod 2",
+        measure=_learned("mod_count", "gate11"),
+        op=">",
+        threshold=LEARNED,
+        threshold_source="90% beyond the training length at 4x (our convention; chance 50%)",
+        unit="accuracy",
+        control=_learned("mod_count", "gate01"),
+        control_label="trained input gates in (0, 1): no seed may pass",
+    ),
+    Claim(
+        name="gates_learn_since",
+        statement="A trained one-layer model with input gates in (0, 1) learns 'b S a' beyond its training length "
+                  "(best seed)",
+        source="paper: input-gated diagonal SSMs express Since; time-invariant ones cannot",
+        measure=_learned("b_since_a", "gate01"),
+        op=">",
+        threshold=LEARNED,
+        threshold_source="90% beyond the training length at 4x (our convention)",
+        unit="accuracy",
+        control=_learned("b_since_a", "lti"),
+        control_label="a trained time-invariant model: no seed may pass",
+    ),
+    Claim(
+        name="gated_rotation_mod_count",
+        statement="The hand-built input-gated rotation (gate(a) = e^{2πi/m}, inc(a) = 1 - gate(a)) counts #a mod m "
+                  "exactly at every length (int8 for m = 2 only)",
+        source="paper: diagonal SSMs with complex / negative gates count modulo m",
+        measure=_wrong("gated_rotation"),
+        op="<",
+        threshold=1.0,
+        threshold_source="exact: not one wrong decision",
+        unit="wrong prefixes",
+        report=True,
+    ),
+    Claim(
+        name="expressible_vs_learnable",
+        statement="Share of (language, class) pairs where 'a seed learned it' (> 90% beyond the training length) "
+                  "agrees with the paper's 'expressible'",
+        source="paper's separations (aa)*, parity, Since for the three gating classes",
+        measure=_agreement,
+        op=">",
+        threshold=0.5,
+        threshold_source="shown, no verdict: learnability is not what the paper proves",
+        unit="share",
+        report=True,
+    ),
+]

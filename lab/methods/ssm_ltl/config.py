@@ -1,0 +1,76 @@
+"""Configuration of the SSM-expressiveness experiments: hand-built constructions checked to long lengths, and
+trained one-layer models of each gating class."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Each, Range, bad_value
+from lab.core.runtime import Device
+from lab.core.tasks import Rate, Seeds
+from lab.datasets.languages import MAX_LENGTH
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """SSM expressiveness via temporal logic (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(check_length=1000, check_words=4, steps=40, n_train=32, n_test=8, n_seeds=1,
+                   test_factors=(1, 4)),
+        "quick": {},
+        "full": dict(check_length=100_000, check_words=16, steps=1500, n_seeds=8, test_factors=(1, 2, 4, 8, 16, 32)),
+    }
+
+    modulus: Annotated[int, Range(2, 64)] = 2
+    """Modulus m of mod_count (#a ≡ 0 mod m) for the trained models and the hand-built gated rotation; 2 is parity.
+    Only m = 2 has an int8 rotation (the gate -1)."""
+    check_length: Annotated[int, Range(16, MAX_LENGTH)] = 10_000
+    """Longest word of the hand-built checks (the brief: 10^4); words of 10, 100, ... letters up to it."""
+    check_words: Annotated[int, Range(1, 1000)] = 8
+    """Sampled words per language and length in the hand-built checks (a^n b^n c^n also gets its own grid of n)."""
+    lti_decay: Annotated[float, Range(0.0, 0.5, lo_open=True, hi_open=True)] = 0.4
+    """Decay λ of the time-invariant 'since' (the control): exact with real numbers for any λ < 1/2."""
+    decay_gate: Annotated[float, Range(0.0, 1.0, lo_open=True, hi_open=True)] = 0.9
+    """Gate g in (0, 1) of the (aa)* control that decodes the length from h_t = (1 - g^t) / (1 - g)."""
+    train_length: Annotated[int, Range(2, 4096)] = 16
+    """Word length the trained models see (the brief: 16-32)."""
+    test_factors: Annotated[tuple[int, ...], Range(1, 1000), Each(increasing=True)] = (1, 2, 4, 8)
+    """Test lengths as multiples of train_length (1: the training length)."""
+    claim_factor: Annotated[int, Range(2, 1000)] = 4
+    """The test length (x train_length) the learnability claims read, on the positions beyond train_length (must be
+    in test_factors); the brief's 4x."""
+    d_state: Annotated[int, Range(1, 256)] = 4
+    """State channels of the trained layer (complex for the time-invariant class)."""
+    d_hidden: Annotated[int, Range(2, 1024)] = 32
+    """Width of the ReLU readout φ(h_t, x_t)."""
+    steps: Annotated[int, Range(1, 1_000_000)] = 600
+    """Training steps per model (AdamW, warm-up then cosine decay)."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 32
+    """Words per training step."""
+    lr: Rate = 3e-2
+    """Peak learning rate."""
+    n_train: Annotated[int, Range(1, 1_000_000)] = 256
+    """Training words per language ((aa)* has one word per length: its rows are identical)."""
+    n_test: Annotated[int, Range(1, 1_000_000)] = 64
+    """Test words per language and length."""
+    n_seeds: Seeds = 3
+    """Trained models per class and language (seeds seed, seed+1, ...); the claims are means over seeds."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch and Numba threads (1 is fastest for these small models on a shared machine)."""
+    device: Device = "cpu"
+    """Where the models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
+    use_cache: bool = True
+    """Reuse trained weights cached under data/ssm_ltl/ (trained and stored on first use)."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        if self.claim_factor not in self.test_factors:
+            raise bad_value("claim_factor", self.claim_factor, f"one of test_factors {self.test_factors!r}")
+        if self.train_length * self.test_factors[-1] > MAX_LENGTH:
+            raise bad_value("test_factors", self.test_factors,
+                            f"factors with train_length x factor <= {MAX_LENGTH} (train_length={self.train_length})")

@@ -1,0 +1,151 @@
+"""SSM expressiveness experiments: every hand-built construction on sampled words of 10, 100, ... letters up to
+``check_length`` in float32 and int8; the a^n b^n c^n counter on a grid of n; one-layer models of each gating class
+trained on (aa)*, #a mod m and b S a, tested at multiples of their training length."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from lab.core.runtime import threads
+from lab.datasets.languages import encode, language_task, prefix_labels
+from lab.methods.ssm_ltl import model as M
+from lab.methods.ssm_ltl.config import Config
+from lab.methods.ssm_ltl.train import TRAINED_LANGUAGES, accuracy, predict, test_task, trained_model
+
+__all__ = ["run"]
+
+#: n of the a^n b^n c^n grid (those with 3n + 2 <= check_length are used): around int8's 127 and up to 10^4 / 3
+COUNTER_NS = (1, 2, 10, 50, 100, 126, 127, 128, 129, 200, 500, 1000, 2000, 3332, 10_000, 33_332)
+#: the words of each n: the member a^n b^n c^n, then near misses that must be rejected
+COUNTER_WORDS = ("member", "a^(n+1) b^n c^n", "a^n b^(n+1) c^n", "a^n b^n c^(n+1)", "a^(n+1) b^(n+1) c^n")
+
+
+def check_lengths(cfg: Config) -> list[int]:
+    """10, 100, ... below check_length, and check_length."""
+    out = [10 ** k for k in range(1, 6) if 10 ** k < cfg.check_length]
+    return out + [cfg.check_length]
+
+
+def _params(cfg: Config, name: str) -> dict:
+    c = M.CONSTRUCTIONS[name]
+    if name == "lti_since":
+        return {"decay": cfg.lti_decay}
+    if name == "decay_parity":
+        return {"gate": cfg.decay_gate}
+    if c.language == "mod_count":
+        return {"modulus": cfg.modulus}
+    return {}
+
+
+def _counter_word(n: int, kind: int) -> str:
+    i, j, k = n, n, n
+    i += kind in (1, 4)
+    j += kind in (2, 4)
+    k += kind == 3
+    return "a" * i + "b" * j + "c" * k
+
+
+def run(cfg: Config, progress: bool = True) -> xr.Dataset:
+    """Check the constructions, the counter grid, and train and test the one-layer models.
+
+    Returns:
+        Dataset with dims construction, precision, length (hand-built checks); n, word (the counter grid);
+        language, kind, seed, factor (trained models). See each variable's long_name.
+    """
+    names, precisions, lengths = list(M.CONSTRUCTIONS), list(M.PRECISIONS), check_lengths(cfg)
+    shape = (len(names), len(precisions), len(lengths))
+    wrong, total, first = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    ns = [n for n in COUNTER_NS if 3 * n + 2 <= cfg.check_length]
+    grid = np.full((len(precisions), len(ns), len(COUNTER_WORDS)), np.nan)
+    seeds, kinds = list(cfg.seeds), list(M.CLASSES)
+    tshape = (len(TRAINED_LANGUAGES), len(kinds), len(seeds), len(cfg.test_factors))
+    acc_all, acc_beyond = np.full(tshape, np.nan), np.full(tshape, np.nan)
+    train_time, final_loss = (np.full(tshape[:3], np.nan) for _ in range(2))
+    bar = tqdm(total=len(names) * len(lengths) + len(ns) + int(np.prod(tshape[:3])), desc="ssm_ltl",
+               disable=not progress)
+    with threads(cfg.threads):
+        for c, name in enumerate(names):
+            con = M.CONSTRUCTIONS[name]
+            options = {"modulus": cfg.modulus} if con.language == "mod_count" else {}
+            for k, length in enumerate(lengths):
+                task = language_task(con.language, n=cfg.check_words, length=length, seed=cfg.seed + k, **options)
+                truth = task.targets.astype(bool)
+                for p, precision in enumerate(precisions):
+                    if precision not in con.precisions or (precision == "int8" and options.get("modulus", 2) != 2):
+                        continue
+                    bad = con(task.inputs, precision, **_params(cfg, name)).accept != truth
+                    wrong[c, p, k], total[c, p, k] = bad.sum(), bad.size
+                    first[c, p, k] = np.flatnonzero(bad.any(axis=0))[0] + 1 if bad.any() else np.nan
+                bar.update(1)
+        for j, n in enumerate(ns):
+            for w in range(len(COUNTER_WORDS)):
+                x = encode("anbncn", _counter_word(n, w))[None]
+                for p, precision in enumerate(precisions):
+                    grid[p, j, w] = M.CONSTRUCTIONS["counter"](x, precision).accept[0, -1]
+            bar.update(1)
+        for li, language in enumerate(TRAINED_LANGUAGES):
+            for ki, kind in enumerate(kinds):
+                for si, seed in enumerate(seeds):
+                    tr = trained_model(cfg, language, kind, seed)
+                    train_time[li, ki, si] = tr.meta.get("train_time_s", np.nan)
+                    final_loss[li, ki, si] = float(np.mean(tr.curves["loss"][-10:]))
+                    for fi, factor in enumerate(cfg.test_factors):
+                        task = test_task(cfg, language, cfg.train_length * factor, seed)
+                        accept, _ = predict(tr.model, task.inputs)
+                        acc_all[li, ki, si, fi] = accuracy(accept, task.targets)
+                        if factor > 1:
+                            acc_beyond[li, ki, si, fi] = accuracy(accept, task.targets, cfg.train_length)
+                    bar.update(1)
+    bar.close()
+    truth_grid = np.array([prefix_labels("anbncn", encode("anbncn", _counter_word(n, w))[None])[0, -1]
+                           for n in ns for w in range(len(COUNTER_WORDS))]).reshape(len(ns), len(COUNTER_WORDS))
+    expressible = np.array([[M.expressible(lang, kind, cfg.modulus) for kind in kinds] for lang in TRAINED_LANGUAGES])
+    hand = ("construction", "precision", "length")
+    trained = ("language", "kind", "seed")
+    return xr.Dataset(
+        {
+            "wrong": (hand, wrong, {"long_name": "wrong prefix decisions over the sampled words (NaN: the "
+                                                 "construction has no such precision)", "units": "prefixes"}),
+            "decisions": (hand, total, {"long_name": "prefix decisions checked (words x length)",
+                                        "units": "prefixes"}),
+            "first_failure": (hand, first, {"long_name": "first position (1-based) where some word's decision is "
+                                                         "wrong (NaN: none)", "units": "position"}),
+            "counter_accepts": (("precision", "n", "word"), grid,
+                                {"long_name": "the a^n b^n c^n counter's decision on the whole word (1: accept)",
+                                 "units": "1"}),
+            "counter_truth": (("n", "word"), truth_grid.astype(float),
+                              {"long_name": "membership of the grid's words in a^n b^n c^n", "units": "1"}),
+            "accuracy": ((*trained, "factor"), acc_all,
+                         {"long_name": "trained model: share of right prefix decisions on test words of "
+                                       "train_length x factor letters", "units": "1"}),
+            "accuracy_beyond": ((*trained, "factor"), acc_beyond,
+                                {"long_name": "trained model: share of right decisions on the positions beyond "
+                                              "train_length (NaN at factor 1)", "units": "1"}),
+            "train_time": (trained, train_time, {"long_name": "training wall time (when trained, not loaded)",
+                                                 "units": "s"}),
+            "final_loss": (trained, final_loss, {"long_name": "mean training loss of the last 10 steps",
+                                                 "units": "nats"}),
+            "expressible": (("language", "kind"), expressible.astype(float),
+                            {"long_name": "the paper: one fixed-width layer of this class can recognise the "
+                                          "language (1) or cannot (0)", "units": "1"}),
+        },
+        coords={
+            "construction": ("construction", names, {"long_name": "hand-built construction"}),
+            "construction_language": ("construction", [M.CONSTRUCTIONS[n].language for n in names]),
+            "construction_kind": ("construction", [M.CONSTRUCTIONS[n].kind for n in names]),
+            "precision": ("precision", precisions),
+            "length": ("length", lengths, {"long_name": "word length", "units": "letters"}),
+            "n": ("n", ns, {"long_name": "n of a^n b^n c^n"}),
+            "word": ("word", list(COUNTER_WORDS)),
+            "language": ("language", list(TRAINED_LANGUAGES)),
+            "kind": ("kind", kinds, {"long_name": "gating class: time-invariant (real and complex eigenvalues), "
+                                                  "input gates in (0, 1), input gates in (-1, 1)"}),
+            "seed": ("seed", seeds),
+            "factor": ("factor", list(cfg.test_factors), {"long_name": "test length / train_length"}),
+        },
+        attrs={"train_length": cfg.train_length, "claim_factor": cfg.claim_factor, "modulus": cfg.modulus,
+               "check_length": cfg.check_length, "check_words": cfg.check_words, "lti_decay": cfg.lti_decay,
+               "decay_gate": cfg.decay_gate},
+    )

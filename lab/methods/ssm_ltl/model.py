@@ -1,0 +1,287 @@
+"""The paper's SSM layer, its hand-built constructions in float32 and in int8, and the trainable one-layer models.
+
+Every model here is the layer ``h_t = gate(x_t) ⊙ h_{t-1} + inc(x_t)`` (``h_0 = 0``) read out per position by
+``z_t = φ(h_t, x_t)``. The hand-built constructions set ``gate`` and ``inc`` by hand and read out by a fixed rule; the
+trainable :class:`OneLayerSSM` learns tables ``gate[x]``, ``inc[x]`` of one gating class and a ReLU MLP ``φ``.
+
+Precision. ``float32`` runs the recurrence through :func:`kernels.linear_scan` (complex64 for rotations); ``int8``
+through :func:`kernels.saturating_scan` (``h_t = clamp(gate h_{t-1} + inc, -128, 127)``, exact integers): explicit
+fixed width, because float32 over short words behaves like unbounded precision (a decaying memory keeps every
+position apart until its values underflow). A construction whose gates are not integers has no int8 form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import kernels
+
+__all__ = ["CLASSES", "CONSTRUCTIONS", "PRECISIONS", "Construction", "OneLayerSSM", "Run", "build", "expressible",
+           "scan"]
+
+PRECISIONS = ("float32", "int8")
+#: the trainable gating classes: time-invariant complex diagonal; input-gated real diagonal in (0, 1) (sigmoid);
+#: input-gated real diagonal in (-1, 1) (tanh: negative values allowed)
+CLASSES = ("lti", "gate01", "gate11")
+
+
+def scan(gate: np.ndarray, inc: np.ndarray, precision: str) -> np.ndarray:
+    """``h_t = gate_t ⊙ h_{t-1} + inc_t`` from ``h = 0``, in float32 (complex64 if complex) or saturating int8.
+
+    Arguments:
+        gate: ``(n, length, d)`` or broadcastable (a time-invariant gate: ``(1, 1, d)``). inc: ``(n, length, d)``.
+        precision: ``float32`` or ``int8`` (integer-valued gates and increments only).
+    Returns:
+        h ``(n, length, d)``: complex128, float64 or int64 numpy holding the float32 / int8 values exactly.
+    """
+    gate = np.broadcast_to(gate, inc.shape)
+    if precision == "float32":
+        dtype = torch.complex64 if np.iscomplexobj(gate) or np.iscomplexobj(inc) else torch.float32
+        a = torch.as_tensor(np.array(gate)).to(dtype)
+        b = torch.as_tensor(np.array(inc)).to(dtype)
+        with torch.no_grad():
+            h = kernels.linear_scan(a, b, dim=1).numpy()
+        return h.astype(np.complex128 if h.dtype == np.complex64 else np.float64)
+    if precision != "int8":
+        raise ValueError(f"precision={precision!r} is not allowed; allowed: one of {PRECISIONS}")
+    if np.iscomplexobj(gate) or np.any(gate != np.round(gate)) or np.any(inc != np.round(inc)):
+        raise ValueError("this construction has non-integer gates or increments: it has no int8 form")
+    a = torch.as_tensor(np.array(np.moveaxis(gate, 1, -1)), dtype=torch.int64)  # (n, d, length)
+    b = torch.as_tensor(np.array(np.moveaxis(inc, 1, -1)), dtype=torch.int64)
+    return np.moveaxis(kernels.saturating_scan(a, b, bits=8).numpy(), -1, 1)
+
+
+def _onehot(x: np.ndarray, k: int) -> np.ndarray:
+    """``(n, length)`` tokens -> ``(n, length, k)`` float64 indicators."""
+    return (x[..., None] == np.arange(k)).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A construction on a batch of words.
+
+    Attributes:
+        states: ``(n, length, d)`` real states (a complex channel appears as its real and imaginary parts).
+        accept: ``(n, length)`` bool, the decision on every prefix. names: the state channels' names.
+    """
+
+    states: np.ndarray
+    accept: np.ndarray
+    names: tuple[str, ...]
+
+
+def _run(h: np.ndarray, names: list[str], accept: np.ndarray) -> Run:
+    """A :class:`Run` of states ``h`` (a complex channel split into its real and imaginary parts)."""
+    if np.iscomplexobj(h):
+        parts = np.concatenate([h.real, h.imag], axis=-1)
+        return Run(parts, accept, tuple([f"Re {n}" for n in names] + [f"Im {n}" for n in names]))
+    return Run(h.astype(np.float64), accept, tuple(names))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hand-built constructions (tokens: the alphabet's order in lab.datasets.languages)
+# ------------------------------------------------------------------------------------------------------------------
+def since(x: np.ndarray, precision: str = "float32") -> Run:
+    """``b S a`` with an input gate: gate = [x = b], inc = [x = a]; accept iff h > 0.
+
+    An ``a`` sets h = 1, a ``b`` keeps h, a ``c`` clears it: h is the formula's truth value, in {0, 1}."""
+    oh = _onehot(x, 3)
+    h = scan(oh[..., 1:2], oh[..., 0:1], precision)
+    return _run(h, ["since"], h[..., 0] > 0)
+
+
+def lti_since(x: np.ndarray, precision: str = "float32", decay: float = 0.4) -> Run:
+    """A time-invariant attempt at ``b S a``: two decaying memories h^a, h^c (gate = decay < 1/2, inc = [x = a],
+    [x = c]); accept iff x ≠ c and h^a > h^c.
+
+    With exact reals the latest of a and c dominates (``λ^k > Σ_{i>k} λ^i`` for λ < 1/2), so this is right at every
+    length; in float32 both memories underflow to 0 after a run of about ``log(1e-45) / log λ`` b's (≈ 113 at
+    λ = 0.4) and it rejects; in int8 the gate rounds to 0 and it forgets at once. The paper: time-invariant SSMs of
+    fixed width cannot express Since."""
+    oh = _onehot(x, 3)
+    gate = np.full((1, 1, 2), decay if precision == "float32" else float(round(decay)))
+    h = scan(gate, oh[..., [0, 2]], precision)
+    return _run(h, ["h_a", "h_c"], (x != 2) & (h[..., 0] > h[..., 1]))
+
+
+def lti_rotation(x: np.ndarray, precision: str = "float32", modulus: int = 2) -> Run:
+    """Length mod m by a rotation, time-invariant: h_t = ω h_{t-1} + 1 (ω = e^{2πi/m}), so
+    ``h_t = (1 - ω^t) / (1 - ω)``, 0 exactly when t ≡ 0 (mod m) and of modulus >= 1 otherwise; accept iff |h| < 1/2.
+    (aa)* is m = 2: ω = -1, h alternates 1, 0, which int8 holds exactly."""
+    inc = np.ones(x.shape + (1,))
+    if modulus == 2:
+        gate = np.full((1, 1, 1), -1.0)
+    elif precision == "int8":
+        raise ValueError(f"a rotation by 2π/{modulus} is not an integer: no int8 form (only m = 2)")
+    else:
+        gate = np.full((1, 1, 1), np.exp(2j * np.pi / modulus))
+    h = scan(gate, inc, precision)
+    return _run(h, ["rotation"], np.abs(h[..., 0]) < 0.5)
+
+
+def gated_rotation(x: np.ndarray, precision: str = "float32", modulus: int = 2) -> Run:
+    """#a mod m by an input-gated rotation: gate(a) = ω, gate(b) = 1, inc(a) = 1 - ω, inc(b) = 0, so
+    ``h_t = 1 - ω^{#a}``; accept iff |h| < sin(π/m) (half the smallest non-zero |1 - ω^k|). Complex gates for
+    m >= 3; for m = 2 the gate is -1 (negative, real), exact in int8."""
+    is_a = (x == 0)[..., None]
+    omega = -1.0 if modulus == 2 else np.exp(2j * np.pi / modulus)
+    if precision == "int8" and modulus != 2:
+        raise ValueError(f"a rotation by 2π/{modulus} is not an integer: no int8 form (only m = 2)")
+    gate = np.where(is_a, omega, 1.0)
+    inc = np.where(is_a, 1.0 - omega, 0.0)
+    h = scan(gate, inc, precision)
+    return _run(h, ["rotation"], np.abs(h[..., 0]) < math.sin(math.pi / modulus))
+
+
+def decay_parity(x: np.ndarray, precision: str = "float32", gate: float = 0.9) -> Run:
+    """(aa)* with a gate in (0, 1) and a generous readout (the control of the rotation): h_t = g h_{t-1} + 1, so
+    ``h_t = (1 - g^t) / (1 - g)`` is strictly increasing; the readout inverts it, t = log(1 - (1 - g) h) / log g,
+    and accepts iff t is even. It is right while float32 still tells h_t from h_{t+1} (g^t above the resolution of
+    float32 near 1 / (1 - g): ~115 steps at g = 0.9) and wrong after: a contracting gate forgets the length.
+    No int8 form (no integer lies in (0, 1))."""
+    if precision != "float32":
+        raise ValueError("a gate in (0, 1) is not an integer: no int8 form")
+    h = scan(np.full((1, 1, 1), gate), np.ones(x.shape + (1,)), precision)
+    u = 1.0 - (1.0 - gate) * h[..., 0].astype(np.float32).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(u > 0, np.log(np.where(u > 0, u, 1.0)) / math.log(gate), np.nan)
+    accept = np.isfinite(t) & (np.round(np.nan_to_num(t, nan=1.0)) % 2 == 0)
+    return _run(h, ["decay"], accept)
+
+
+def counter_anbncn(x: np.ndarray, precision: str = "float32") -> Run:
+    """a^n b^n c^n with counters (A = 1) in two layers.
+
+    Layer 1 (star-free order check): s = #non-a so far, r = #c so far (A = 1; any positive value means "seen", so
+    saturation does no harm); z_t = [x = a and s > 0] or [x = b and r > 0] (a letter out of a*b*c* order).
+    Layer 2: v = Σ z (violations), c1 = #a - #b, c2 = #b - #c (A = 1, inc ±1). Accept iff v = c1 = c2 = 0. In
+    float32 the counters are exact to 2^24; in int8 they saturate at 127, so a^128 b^128 c^128 ends at c1 = -1."""
+    oh = _onehot(x, 3)
+    one = np.ones((1, 1, 2))
+    flags = scan(one, np.stack([1 - oh[..., 0], oh[..., 2]], axis=-1), precision)
+    z = ((x == 0) & (flags[..., 0] > 0)) | ((x == 1) & (flags[..., 1] > 0))
+    inc = np.stack([z.astype(np.float64), oh[..., 0] - oh[..., 1], oh[..., 1] - oh[..., 2]], axis=-1)
+    h = scan(np.ones((1, 1, 3)), inc, precision)
+    accept = (h[..., 0] == 0) & (h[..., 1] == 0) & (h[..., 2] == 0)
+    states = np.concatenate([flags, h], axis=-1)
+    return _run(states, ["non-a seen", "c seen", "violations", "#a - #b", "#b - #c"], accept)
+
+
+def counter_dyck1(x: np.ndarray, precision: str = "float32") -> Run:
+    """Dyck-1 with a counter (A = 1) in two layers: depth d = #( - #); then v = Σ [d_t < 0]; accept iff d = v = 0.
+    int8 saturates at depth 127."""
+    d = scan(np.ones((1, 1, 1)), np.where(x == 0, 1.0, -1.0)[..., None], precision)
+    v = scan(np.ones((1, 1, 1)), (d < 0).astype(np.float64), precision)
+    accept = (d[..., 0] == 0) & (v[..., 0] == 0)
+    return _run(np.concatenate([d, v], axis=-1), ["depth", "below zero"], accept)
+
+
+@dataclass(frozen=True)
+class Construction:
+    """A hand-built model: its language, its gating class in words, its precisions and its function."""
+
+    language: str
+    kind: str
+    precisions: tuple[str, ...]
+    fn: Callable[..., Run]
+
+    def __call__(self, x: np.ndarray, precision: str = "float32", **params) -> Run:
+        return self.fn(np.asarray(x, dtype=np.int64), precision, **params)
+
+
+CONSTRUCTIONS: dict[str, Construction] = {
+    "since": Construction("b_since_a", "input-gated, gates {0, 1}", PRECISIONS, since),
+    "lti_since": Construction("b_since_a", "time-invariant, decay < 1/2", PRECISIONS, lti_since),
+    "lti_rotation": Construction("aa_star", "time-invariant rotation by π", PRECISIONS, lti_rotation),
+    "decay_parity": Construction("aa_star", "gate in (0, 1), position decoded", ("float32",), decay_parity),
+    "gated_rotation": Construction("mod_count", "input-gated rotation (negative / complex)", PRECISIONS,
+                                   gated_rotation),
+    "counter": Construction("anbncn", "counters A = 1 (two layers)", PRECISIONS, counter_anbncn),
+    "dyck_counter": Construction("dyck1", "counter A = 1 (two layers)", PRECISIONS, counter_dyck1),
+}
+
+
+def expressible(language: str, kind: str, modulus: int = 2) -> bool:
+    """Whether the paper says one fixed-width layer of gating class ``kind`` can recognise ``language``.
+
+    (aa)*: not with real gates in (0, 1) (the paper's separation), yes with a rotation by π (time-invariant) or a
+    gate -1. Parity (#a mod 2): needs an input-dependent negative gate (not in the time-invariant or (0, 1)
+    classes, whose languages are in AC0; parity is not); #a mod m >= 3 needs complex gates (not gate11). b S a:
+    input gates express it; time-invariant fixed-width layers cannot."""
+    table = {"aa_star": {"lti": True, "gate01": False, "gate11": True},
+             "mod_count": {"lti": False, "gate01": False, "gate11": modulus == 2},
+             "b_since_a": {"lti": False, "gate01": True, "gate11": True}}
+    return table[language][kind]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Trainable one-layer models
+# ------------------------------------------------------------------------------------------------------------------
+class OneLayerSSM(nn.Module):
+    """One SSM layer of a gating class and a ReLU readout: logits of prefix membership at every position.
+
+    Arguments:
+        vocab: alphabet size.
+        kind: ``lti`` (gate = λ, the same at every step: the eigenvalues of a real matrix, half real ``tanh(ρ)`` in
+            (-1, 1), half complex ``exp(-exp(ν) + iθ)``; inc = B[x] complex), ``gate01`` (gate = sigmoid(G[x]) in
+            (0, 1), real), ``gate11`` (gate = tanh(G[x]) in (-1, 1)).
+        d_state: state channels (complex for ``lti``). d_hidden: width of the readout MLP φ(h_t, x_t).
+    """
+
+    def __init__(self, vocab: int, kind: str, d_state: int = 8, d_hidden: int = 32):
+        super().__init__()
+        if kind not in CLASSES:
+            raise ValueError(f"kind={kind!r} is not allowed; allowed: one of {CLASSES}")
+        self.kind, self.vocab, self.d_state = kind, vocab, d_state
+        if kind == "lti":
+            n_real = d_state // 2
+            self.rho = nn.Parameter(torch.empty(n_real).uniform_(-3.0, 3.0))  # real eigenvalues tanh(ρ)
+            radius = torch.empty(d_state - n_real).uniform_(0.8, 0.99)
+            self.nu = nn.Parameter(torch.log(-torch.log(radius)))  # complex ones: |λ| = exp(-exp(ν)), angle θ
+            self.theta = nn.Parameter(torch.empty(d_state - n_real).uniform_(0, 2 * math.pi))
+            self.inc_re = nn.Parameter(torch.randn(vocab, d_state) / math.sqrt(2))
+            self.inc_im = nn.Parameter(torch.randn(vocab, d_state) / math.sqrt(2))
+            features = 2 * d_state
+        else:
+            lo, hi = (0.0, 4.0) if kind == "gate01" else (-3.0, 3.0)
+            self.gate_logit = nn.Parameter(torch.empty(vocab, d_state).uniform_(lo, hi))
+            self.inc = nn.Parameter(torch.randn(vocab, d_state))
+            features = d_state
+        self.readout = nn.Sequential(nn.Linear(features + vocab, d_hidden), nn.ReLU(), nn.Linear(d_hidden, 2))
+
+    def gates(self, x: torch.Tensor) -> torch.Tensor:
+        """gate(x_t): ``(n, length)`` tokens -> ``(n, length, d_state)`` (lti: ``(1, 1, d_state)`` complex)."""
+        if self.kind == "lti":
+            lam = torch.cat([torch.complex(torch.tanh(self.rho), torch.zeros_like(self.rho)),
+                             torch.polar(torch.exp(-torch.exp(self.nu)), self.theta)])
+            return lam.to(torch.complex64)[None, None, :]
+        g = self.gate_logit[x]
+        return torch.sigmoid(g) if self.kind == "gate01" else torch.tanh(g)
+
+    def states(self, x: torch.Tensor) -> torch.Tensor:
+        """h: ``(n, length)`` tokens -> ``(n, length, d_state)`` (complex64 for lti, float32 otherwise)."""
+        if self.kind == "lti":
+            inc = torch.complex(self.inc_re[x], self.inc_im[x])  # (n, length, d_state)
+            return kernels.linear_scan(self.gates(x).expand_as(inc).contiguous(), inc, dim=1)
+        return kernels.linear_scan(self.gates(x), self.inc[x], dim=1)
+
+    def features(self, h: torch.Tensor) -> torch.Tensor:
+        """The readout's view of the state: ``(n, length, d)`` real (lti: real and imaginary parts)."""
+        return torch.cat([h.real, h.imag], dim=-1) if h.is_complex() else h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(n, length, 2)`` of "the prefix through t is a member"."""
+        h = self.features(self.states(x))
+        return self.readout(torch.cat([h, F.one_hot(x, self.vocab).to(h.dtype)], dim=-1))
+
+
+def build(vocab: int, kind: str, d_state: int, d_hidden: int) -> OneLayerSSM:
+    """A freshly initialised :class:`OneLayerSSM` (seed the generators first)."""
+    return OneLayerSSM(vocab, kind, d_state, d_hidden)

@@ -1,0 +1,168 @@
+"""HoloViews plots of the expressiveness experiments (notebook ``07_ssm_ltl`` and the ``expressiveness``
+dashboard), and the notebook's discussion built from the Dataset."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE, curve_opts
+
+KIND_STYLE = {
+    "lti": {"color": PALETTE[0], "label": "time-invariant"},
+    "gate01": {"color": PALETTE[1], "label": "gates in (0, 1)"},
+    "gate11": {"color": PALETTE[2], "label": "gates in (-1, 1)"},
+}
+PRECISION_DASH = {"float32": "solid", "int8": "dashed"}
+
+
+def kind_style(kind: str) -> dict:
+    """Colour and label of a trained gating class."""
+    return KIND_STYLE.get(kind, {"color": "black", "label": kind})
+
+
+def handbuilt_accuracy(ds: xr.Dataset) -> hv.Overlay:
+    """Share of right prefix decisions of every construction against the word length (float32 solid, int8
+    dashed); a construction without an int8 form has no dashed line."""
+    items = []
+    for c, name in enumerate(ds.construction.values):
+        for precision in ds.precision.values:
+            wrong = ds.wrong.sel(construction=name, precision=precision)
+            if not bool(wrong.notnull().any()):
+                continue
+            acc = 1 - wrong / ds.decisions.sel(construction=name, precision=precision)
+            items.append(hv.Curve((ds.length.values, acc.values), "word length", "right decisions",
+                                  label=f"{name} ({precision})").opts(
+                color=PALETTE[c % len(PALETTE)], line_dash=PRECISION_DASH[str(precision)], line_width=2))
+            items.append(hv.Scatter((ds.length.values, acc.values), "word length", "right decisions").opts(
+                color=PALETTE[c % len(PALETTE)], size=5))
+    return hv.Overlay(items).opts(title="hand-built constructions: right prefix decisions", logx=True,
+                                  legend_position="bottom_left", **curve_opts(ylim=(-0.02, 1.05), width=680))
+
+
+def counter_range(ds: xr.Dataset) -> hv.Overlay:
+    """The a^n b^n c^n counter's decision on the member a^n b^n c^n (1: accepted) and the share of near misses
+    rejected, against n, in float32 and int8; the dotted line is int8's largest value, 127."""
+    items = []
+    for p, precision in enumerate(ds.precision.values):
+        grid = ds.counter_accepts.sel(precision=precision)
+        member = grid.sel(word="member").values
+        rejected = (1 - grid.drop_sel(word="member")).mean("word").values
+        colour = PALETTE[p]
+        items.append(hv.Curve((ds.n.values, member), "n", "share", label=f"member accepted ({precision})").opts(
+            color=colour, line_width=2.5))
+        items.append(hv.Curve((ds.n.values, rejected), "n", "share", label=f"near misses rejected ({precision})")
+                     .opts(color=colour, line_dash="dashed", line_width=1.8))
+    items.append(hv.VLine(127).opts(color="gray", line_dash="dotted", line_width=1))
+    return hv.Overlay(items).opts(title="counters (A = 1) on a^n b^n c^n: float32 vs int8", logx=True,
+                                  legend_position="bottom_left", **curve_opts(ylim=(-0.05, 1.1)))
+
+
+def length_generalisation(ds: xr.Dataset, language: str) -> hv.Overlay:
+    """Trained models on ``language``: accuracy on the positions beyond the training length (at the training
+    length: all positions) against the test length, one curve per class (mean over seeds, every seed as a dot)."""
+    items = []
+    sub = ds.sel(language=language)
+    acc = sub.accuracy_beyond.where(sub.factor > 1, sub.accuracy)
+    lengths = sub.factor.values * int(ds.attrs["train_length"])
+    for kind in sub.kind.values:
+        st = kind_style(str(kind))
+        a = acc.sel(kind=kind)
+        items.append(hv.Curve((lengths, a.mean("seed").values), "test length", "accuracy", label=st["label"]).opts(
+            color=st["color"], line_width=2.2))
+        for seed in a.seed.values:
+            items.append(hv.Scatter((lengths, a.sel(seed=seed).values), "test length", "accuracy").opts(
+                color=st["color"], size=5, alpha=0.6))
+    items.append(hv.VLine(int(ds.attrs["train_length"])).opts(color="gray", line_dash="dotted", line_width=1))
+    return hv.Overlay(items).opts(title=f"trained one-layer models on {language}", logx=True,
+                                  legend_position="bottom_left", **curve_opts(ylim=(0.3, 1.03), width=460))
+
+
+def trained_overview(ds: xr.Dataset) -> hv.Layout:
+    """:func:`length_generalisation` for every trained language, side by side."""
+    return hv.Layout([length_generalisation(ds, str(lang)) for lang in ds.language.values]).cols(3)
+
+
+def expressible_vs_learnable(ds: xr.Dataset) -> hv.Overlay:
+    """Best seed's accuracy beyond the training length at the claim factor per (language, class), each cell
+    labelled with the paper's verdict (expressible or not)."""
+    best = ds.accuracy_beyond.sel(factor=int(ds.attrs["claim_factor"])).max("seed")
+    rows, labels = [], []
+    for lang in ds.language.values:
+        for kind in ds.kind.values:
+            value = float(best.sel(language=lang, kind=kind))
+            says = "expressible" if bool(ds.expressible.sel(language=lang, kind=kind)) else "not expressible"
+            rows.append((kind_style(str(kind))["label"], str(lang), value))
+            labels.append((kind_style(str(kind))["label"], str(lang), f"{value:.2f}\n{says}"))
+    heat = hv.HeatMap(rows, ["class", "language"], "accuracy").opts(
+        cmap="RdYlGn", clim=(0.4, 1.0), colorbar=True, tools=["hover"], width=560, height=320,
+        title=f"learned (best seed, {ds.attrs['claim_factor']}x length) vs the paper's expressibility")
+    return heat * hv.Labels(labels, ["class", "language"], "text").opts(text_font_size="9pt")
+
+
+def trajectory(traj, max_channels: int = 8) -> hv.Layout:
+    """One word through one model (a :class:`lab.methods.ssm_ltl.live.Trajectory`): the state channels against the
+    position, and the decision on each prefix against the truth; a red line marks the first mistake."""
+    pos = np.arange(1, len(traj.tokens) + 1)
+    states = [hv.Curve((pos, traj.states[:, k]), "position", "state", label=traj.state_names[k]).opts(
+        color=PALETTE[k % len(PALETTE)], line_width=1.6) for k in range(min(max_channels, traj.states.shape[1]))]
+    title = f"{traj.model} on {traj.language} ({traj.source}, {traj.precision})"
+    decisions = [
+        hv.Curve((pos, traj.truth.astype(float)), "position", "member", label="truth").opts(
+            color="gray", line_width=4, alpha=0.5, interpolation="steps-mid"),
+        hv.Curve((pos, traj.accept.astype(float)), "position", "member", label="model accepts").opts(
+            color=PALETTE[0], line_width=1.6, interpolation="steps-mid"),
+    ]
+    if traj.first_failure is not None:
+        marker = hv.VLine(traj.first_failure).opts(color=PALETTE[1], line_width=1.5)
+        states.append(marker)
+        decisions.append(marker)
+    failed = "none" if traj.first_failure is None else str(traj.first_failure)
+    short = traj.word if len(traj.word) <= 40 else traj.word[:40] + "..."
+    top = hv.Overlay(states).opts(title=f"{title}: states; word {short}", legend_position="right",
+                                  **curve_opts(width=760, height=260))
+    bottom = hv.Overlay(decisions).opts(
+        title=f"decisions: {traj.accuracy:.1%} right, first mistake at {failed}", legend_position="right",
+        **curve_opts(width=760, height=200, ylim=(-0.1, 1.1)))
+    return (top + bottom).cols(1)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The notebook's discussion: its numbers read from the Dataset.
+# ------------------------------------------------------------------------------------------------------------------
+def _first(ds: xr.Dataset, name: str, precision: str) -> str:
+    first = ds.first_failure.sel(construction=name, precision=precision).min()
+    if not bool(ds.wrong.sel(construction=name, precision=precision).notnull().any()):
+        return "no such form"
+    return "never wrong" if np.isnan(first) else f"first wrong at position {int(first)}"
+
+
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    top = int(ds.length.max())
+    member = ds.counter_accepts.sel(word="member")
+    ints = ds.n.values[(member.sel(precision="int8") == 1).values]
+    factor = int(ds.attrs["claim_factor"])
+    best = ds.accuracy_beyond.sel(factor=factor)
+    cells = "; ".join(
+        f"{lang}: " + ", ".join(f"{kind_style(str(k))['label']} {float(best.sel(language=lang, kind=k).max()):.2f}"
+                                f" (mean {float(best.sel(language=lang, kind=k).mean()):.2f})"
+                                for k in ds.kind.values)
+        for lang in ds.language.values)
+    return "\n".join([
+        f"- **Since** (gate [x = b], inc [x = a]) on words up to {top} letters: float32 "
+        f"{_first(ds, 'since', 'float32')}, int8 {_first(ds, 'since', 'int8')}. The time-invariant attempt (decay "
+        f"{ds.attrs['lti_decay']:g}, exact over the reals): float32 {_first(ds, 'lti_since', 'float32')}, int8 "
+        f"{_first(ds, 'lti_since', 'int8')}: it needs ever smaller numbers to remember a run of b's.",
+        f"- **(aa)\\*** by a rotation by π: float32 {_first(ds, 'lti_rotation', 'float32')}, int8 "
+        f"{_first(ds, 'lti_rotation', 'int8')}. A gate {ds.attrs['decay_gate']:g} in (0, 1) with a readout that "
+        f"decodes the length: float32 {_first(ds, 'decay_parity', 'float32')} (float32 at short lengths is not "
+        "fixed width; the contraction merges the states once they are closer than its resolution).",
+        f"- **a^n b^n c^n** by counters: float32 accepts every member of the grid up to n = "
+        f"{int(ds.n.values[(member.sel(precision='float32') == 1).values].max())}; int8 accepts members up to "
+        f"n = {int(ints.max()) if ints.size else 0} (its range ends at 127).",
+        f"- **Trained** (best seed, with the mean over {ds.sizes['seed']} seeds, accuracy beyond the training "
+        f"length {ds.attrs['train_length']} at {factor}x): {cells}. Learnability is not expressibility: a class "
+        "that can express a language may still not find the rule at one training length.",
+    ])

@@ -1,0 +1,249 @@
+"""SSM expressiveness: the hand-built constructions against the languages' definitions (float32 and int8), the
+saturation point of the int8 counter, the float32 controls failing where fixed width says they must, the trained
+layer's gating classes, the live trajectories, bad input, and the ci run and its claims."""
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+import kernels
+from lab.checks import ConfigError
+from lab.datasets.languages import encode, language_task
+from lab.methods.ssm_ltl import model as M
+from lab.methods.ssm_ltl.config import Config
+
+
+def _wrong(name, language, length, precision, n=6, seed=0, **params):
+    options = {"modulus": params["modulus"]} if language == "mod_count" else {}
+    task = language_task(language, n=n, length=length, seed=seed, **options)
+    run = M.CONSTRUCTIONS[name](task.inputs, precision, **params)
+    assert run.accept.shape == task.targets.shape and run.states.shape[:2] == task.targets.shape
+    return np.flatnonzero((run.accept != task.targets.astype(bool)).any(axis=0))
+
+
+@pytest.mark.parametrize("precision", M.PRECISIONS)
+@pytest.mark.parametrize("name, params", [("since", {}), ("lti_rotation", {}), ("gated_rotation", {"modulus": 2}),
+                                          ("counter", {}), ("dyck_counter", {})])
+def test_constructions_are_exact_at_long_lengths(name, params, precision):
+    language = M.CONSTRUCTIONS[name].language
+    length = 381 if (name, precision) == ("counter", "int8") else 3000  # int8 counts to 127: n <= 127 only
+    assert _wrong(name, language, length, precision, n=12, **params).size == 0
+
+
+@pytest.mark.parametrize("modulus", [3, 5, 7])
+def test_complex_gated_rotation_counts_mod_m_in_float32(modulus):
+    assert _wrong("gated_rotation", "mod_count", 5000, "float32", modulus=modulus).size == 0
+    with pytest.raises(ValueError, match="no int8 form"):
+        M.CONSTRUCTIONS["gated_rotation"](np.zeros((1, 4), np.int64), "int8", modulus=modulus)
+
+
+def test_since_state_is_the_formula_truth_value():
+    x = encode("b_since_a", "bcabbcabab")[None]
+    run = M.CONSTRUCTIONS["since"](x, "int8")
+    assert run.states[0, :, 0].tolist() == [0, 0, 1, 1, 1, 0, 1, 1, 1, 1]
+    assert run.accept[0].tolist() == [False, False, True, True, True, False, True, True, True, True]
+
+
+def test_int8_counter_saturates_at_127_and_float32_does_not():
+    counter = M.CONSTRUCTIONS["counter"]
+    for n, int8_ok in ((127, True), (128, False), (1000, False)):
+        word = encode("anbncn", "a" * n + "b" * n + "c" * n)[None]
+        assert counter(word, "float32").accept[0, -1]
+        assert bool(counter(word, "int8").accept[0, -1]) is int8_ok
+    # a fixed-width false positive: 200 a's look like 127 a's
+    near = encode("anbncn", "a" * 200 + "b" * 127 + "c" * 127)[None]
+    assert counter(near, "int8").accept[0, -1] and not counter(near, "float32").accept[0, -1]
+    # the star-free order check: right counts, wrong order
+    assert not counter(encode("anbncn", "abacbc")[None], "float32").accept[0, -1]
+
+
+def test_controls_fail_only_where_fixed_width_bites():
+    """The time-invariant since is exact on short words (float32 is not fixed width there) and fails once a run of
+    b's underflows its memories; the decaying (aa)* counter fails after float32 merges its states."""
+    x = encode("b_since_a", "a" + "b" * 300)[None]
+    run = M.CONSTRUCTIONS["lti_since"](x, "float32", decay=0.4)
+    first = int(np.flatnonzero(~run.accept[0])[0])
+    assert 100 < first < 130  # 0.4^k underflows float32 near k = 113
+    assert run.accept[0, :first].all()
+    assert not M.CONSTRUCTIONS["lti_since"](x, "int8").accept[0, 1]  # the gate rounds to 0: forgets at once
+    wrong = _wrong("decay_parity", "aa_star", 1000, "float32", n=1, gate=0.9)
+    assert 100 < wrong[0] < 200 and _wrong("decay_parity", "aa_star", 100, "float32", n=1, gate=0.9).size == 0
+    with pytest.raises(ValueError, match="no int8 form"):
+        M.CONSTRUCTIONS["decay_parity"](np.zeros((1, 4), np.int64), "int8")
+
+
+def test_scan_agrees_with_the_kernels_references():
+    rng = np.random.default_rng(0)
+    gate, inc = rng.integers(-1, 2, size=(2, 50, 3)), rng.integers(-3, 4, size=(2, 50, 3))
+    ref = kernels.saturating_scan_ref(torch.tensor(gate).transpose(1, 2), torch.tensor(inc).transpose(1, 2))
+    assert np.array_equal(M.scan(gate, inc, "int8"), ref.transpose(1, 2).numpy())
+    g, b = rng.uniform(-1, 1, size=(2, 50, 3)), rng.normal(size=(2, 50, 3))
+    ref = kernels.linear_scan_ref(torch.tensor(g, dtype=torch.float32), torch.tensor(b, dtype=torch.float32), dim=1)
+    np.testing.assert_allclose(M.scan(g, b, "float32"), ref.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="no int8 form"):
+        M.scan(g, b, "int8")
+
+
+@pytest.mark.parametrize("kind", M.CLASSES)
+def test_trained_layer_classes_have_their_gates(kind):
+    torch.manual_seed(0)
+    model = M.build(3, kind, d_state=6, d_hidden=8)
+    x = torch.randint(0, 3, (4, 20))
+    logits = model(x)
+    assert logits.shape == (4, 20, 2)
+    gate = model.gates(x)
+    if kind == "lti":
+        assert gate.shape == (1, 1, 6) and gate.is_complex()
+        assert torch.all(gate.abs() < 1) and torch.all(gate[..., :3].imag == 0)  # half real eigenvalues
+    elif kind == "gate01":
+        assert gate.shape == (4, 20, 6) and torch.all((gate > 0) & (gate < 1))
+    else:
+        assert torch.all((gate > -1) & (gate < 1)) and (gate < 0).any()
+    # the parallel scan equals the step-by-step recurrence
+    h = model.states(x)
+    inc = torch.complex(model.inc_re[x], model.inc_im[x]) if kind == "lti" else model.inc[x]
+    step = torch.zeros_like(h[:, 0])
+    for t in range(20):
+        step = gate.expand_as(h)[:, t] * step + inc[:, t]
+        torch.testing.assert_close(h[:, t], step, rtol=1e-4, atol=1e-5)
+    logits.sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_expressibility_table_follows_the_paper():
+    assert M.expressible("aa_star", "lti") and not M.expressible("aa_star", "gate01")
+    assert M.expressible("mod_count", "gate11") and not M.expressible("mod_count", "gate11", modulus=3)
+    assert not M.expressible("b_since_a", "lti") and M.expressible("b_since_a", "gate01")
+
+
+def test_config_refuses_bad_values():
+    with pytest.raises(ConfigError, match=r"check_length=0 is not allowed; allowed: an integer in \[16, 100000\]"):
+        Config(check_length=0)
+    with pytest.raises(ConfigError, match=r"check_length=100001 is not allowed"):
+        Config(check_length=100_001)
+    with pytest.raises(ConfigError, match="claim_factor=3 is not allowed; allowed: one of test_factors"):
+        Config(claim_factor=3)
+    with pytest.raises(ConfigError, match=r"test_factors=\(1, 1000\) is not allowed"):
+        Config(train_length=4096, test_factors=(1, 1000), claim_factor=1000)
+
+
+def test_cli_bad_input_exits_2_naming_field_value_allowed():
+    from click.testing import CliRunner
+
+    from lab.cli import cli
+
+    res = CliRunner().invoke(cli, ["run", "ssm_ltl", "--profile", "ci", "-q", "-p", "check_length=5"])
+    assert res.exit_code == 2, res.output
+    assert "check_length=5 is not allowed; allowed: an integer in [16, 100000]" in res.output
+
+
+def test_live_trajectory_for_constructions_and_bad_input():
+    from lab.methods.ssm_ltl import live
+
+    traj = live.trajectory("anbncn", "counter", word="a" * 128 + "b" * 128 + "c" * 128, precision="int8",
+                           profile="ci")
+    assert traj.source == "hand-built" and traj.truth[-1] and not traj.accept[-1]
+    assert traj.first_failure == 3 * 128 and traj.states.shape == (384, 5)
+    ok = live.trajectory("b_since_a", "since", 500, seed=2, profile="ci")
+    assert ok.first_failure is None and ok.accuracy == 1.0 and len(ok.word) == 500
+    assert "lti" in live.models_for("b_since_a") and "counter" in live.models_for("anbncn")
+    assert "lti" not in live.models_for("anbncn")
+    for kwargs, match in [
+        (dict(language="abc", model="since"), "language='abc' is not allowed; allowed: one of"),
+        (dict(language="b_since_a", model="counter"), "model='counter' is not allowed; allowed: one of 'since'"),
+        (dict(language="b_since_a", model="since", length=0), r"length=0 is not allowed; allowed: an integer in "
+                                                              r"\[1, 100000\]"),
+        (dict(language="b_since_a", model="since", length=200_000), "length=200000 is not allowed"),
+        (dict(language="aa_star", model="decay_parity", precision="int8"), "precision='int8' is not allowed"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            live.trajectory(profile="ci", **kwargs)
+
+
+def test_live_trajectory_of_a_trained_model(tmp_path, monkeypatch):
+    from lab.methods.ssm_ltl import live
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    traj = live.trajectory("aa_star", "gate11", 40, profile="ci")
+    assert traj.source == "trained" and traj.states.shape == (40, Config.from_profile("ci").d_state)
+    assert traj.truth.tolist() == [t % 2 == 1 for t in range(40)]
+
+
+def test_ci_run_has_the_documented_dims(ci_result):
+    from lab.methods.ssm_ltl.claims import CLAIMS
+
+    res = ci_result("ssm_ltl")
+    ds = res.data
+    cfg = Config.from_profile("ci")
+    assert ds.wrong.dims == ("construction", "precision", "length")
+    assert list(ds.length.values) == [10, 100, cfg.check_length]
+    assert ds.accuracy.dims == ("language", "kind", "seed", "factor") and ds.sizes["seed"] == cfg.n_seeds
+    assert np.isnan(ds.wrong.sel(construction="decay_parity", precision="int8")).all()
+    assert (ds.wrong.sel(construction="since") == 0).all()
+    assert 128 in ds.n.values and int(ds.counter_accepts.sel(precision="int8", n=128, word="member")) == 0
+    assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
+    for name in ("since_every_length", "rotation_aa_star_every_length", "counter_float32_anbncn"):
+        assert res.claims[name].verdict == "holds", res.claims[name]
+
+
+# --- the claims on synthetic Datasets ------------------------------------------------------------------------------
+def _ds(lti_aa=(1.0, 0.5), gate01_aa=(0.5, 0.5), int8_wrong=5.0, lti_since_wrong=10.0):
+    from lab.methods.ssm_ltl.train import TRAINED_LANGUAGES
+
+    names, precisions = list(M.CONSTRUCTIONS), list(M.PRECISIONS)
+    wrong = np.zeros((len(names), 2, 2))
+    wrong[names.index("decay_parity"), 1] = np.nan
+    wrong[names.index("decay_parity"), 0, 1] = 7
+    wrong[names.index("lti_since"), 0, 1] = lti_since_wrong
+    wrong[names.index("counter"), 1, 1] = int8_wrong
+    first = np.where(wrong > 0, 50.0, np.nan)
+    acc = np.full((3, 3, 2, 2), 0.95)
+    acc[0, 0, :, 1], acc[0, 1, :, 1] = lti_aa, gate01_aa
+    acc[1, :2, :, 1] = 0.5
+    acc[2, 0, :, 1] = 0.7
+    beyond = acc.copy()
+    beyond[..., 0] = np.nan
+    grid = np.ones((2, 1, 5))
+    grid[:, :, 1:] = 0
+    return xr.Dataset(
+        {"wrong": (("construction", "precision", "length"), wrong),
+         "decisions": (("construction", "precision", "length"), np.full(wrong.shape, 100.0)),
+         "first_failure": (("construction", "precision", "length"), first),
+         "counter_accepts": (("precision", "n", "word"), grid),
+         "counter_truth": (("n", "word"), grid[0]),
+         "accuracy": (("language", "kind", "seed", "factor"), acc),
+         "accuracy_beyond": (("language", "kind", "seed", "factor"), beyond),
+         "expressible": (("language", "kind"), np.array([[1, 0, 1], [0, 0, 1], [0, 1, 1]], float))},
+        coords={"construction": names, "precision": precisions, "length": [10, 100], "n": [5],
+                "word": ["member", "w1", "w2", "w3", "w4"], "language": list(TRAINED_LANGUAGES),
+                "kind": list(M.CLASSES), "seed": [0, 1], "factor": [1, 4]},
+        attrs={"claim_factor": 4, "train_length": 16, "modulus": 2},
+    )
+
+
+def _verdicts(ds):
+    from lab.methods.ssm_ltl.claims import CLAIMS
+
+    return {c.name: c.evaluate(ds) for c in CLAIMS}
+
+
+def test_claims_hold_when_the_separations_show():
+    v = _verdicts(_ds())
+    for name in ("since_every_length", "rotation_aa_star_every_length", "counter_float32_anbncn",
+                 "rotation_learns_aa_star", "negative_gates_learn_parity", "gates_learn_since"):
+        assert v[name].verdict == "holds", (name, v[name])
+    assert v["rotation_learns_aa_star"].measured == 1.0 and v["rotation_learns_aa_star"].seeds_holding == 1
+    assert v["counter_float32_anbncn"].control_measured == 5.0
+    assert v["expressible_vs_learnable"].verdict == "reported" and v["expressible_vs_learnable"].measured == 1.0
+
+
+def test_claims_fail_or_do_not_discriminate_without_the_separation():
+    v = _verdicts(_ds(lti_aa=(0.6, 0.5)))
+    assert v["rotation_learns_aa_star"].verdict == "fails"
+    v = _verdicts(_ds(gate01_aa=(0.95, 0.5)))  # one (0, 1) seed generalises: the control passes
+    assert v["rotation_learns_aa_star"].verdict == "does not discriminate"
+    v = _verdicts(_ds(int8_wrong=0.0))  # int8 never wrong: the check cannot tell precisions apart
+    assert v["counter_float32_anbncn"].verdict == "does not discriminate"
+    v = _verdicts(_ds(lti_since_wrong=0.0))
+    assert v["since_every_length"].verdict == "does not discriminate"

@@ -1,0 +1,243 @@
+"""ChainGPT: the multi-substep state layer against the explicit product of its transitions and its step form, the
+sparse mask and causality, truncated backprop through depth, the entropy-drop rule, matched parameter counts, bad
+input (exit 2), the ci run with its claims, the live trace and the plots."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from lab.config import ConfigError
+from lab.methods.chaingpt import model as M
+from lab.methods.chaingpt.config import Config
+from lab.methods.chaingpt.layers import MultiSubstepState, StateGuidedAttention, sparse_mask
+from lab.methods.chaingpt.train import build, matched_width, n_params
+
+
+def _layer(substeps=2, seed=0):
+    torch.manual_seed(seed)
+    return MultiSubstepState(12, 2, substeps, 3).double()
+
+
+@pytest.mark.parametrize("substeps", [1, 2, 3])
+def test_state_layer_is_the_product_of_its_transitions(substeps):
+    """S_t = S_{t-1} α_t Π_j (I - β_j k_j k_jᵀ) + Σ_j (later factors) β_j v_j k_jᵀ, read o_t = S_t q_t: the
+    documented mapping of ChainGPT's diag + rank-M transition onto the kernel's gate and Householder substeps."""
+    layer = _layer(substeps)
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    y = layer(x)
+    q, k, v, beta, gate = layer._inputs(x)
+    b, h, L, m, e = k.shape
+    S = torch.zeros(b, h, e, e, dtype=torch.float64)
+    outs = []
+    eye = torch.eye(e, dtype=torch.float64)
+    for t in range(L):
+        S = S * torch.exp(gate[:, :, t])[..., None, None]
+        for j in range(m):
+            kj, vj, bj = k[:, :, t, j], v[:, :, t, j], beta[:, :, t, j][..., None, None]
+            S = S @ (eye - bj * kj[..., :, None] * kj[..., None, :]) + bj * vj[..., :, None] * kj[..., None, :]
+        outs.append((S @ q[:, :, t, :, None])[..., 0])
+    torch.testing.assert_close(y, layer._read(torch.stack(outs, dim=2)))
+    beta, gate = beta.detach(), gate.detach()
+    assert float(beta.max()) < 2 and float(beta.min()) > 0 and float(gate.max()) < 0
+
+
+def test_state_layer_step_form_agrees_with_the_parallel_form():
+    layer = _layer(2, seed=1)
+    x = torch.randn(3, 9, 12, dtype=torch.float64)
+    y, (S_par, _) = layer(x, return_state=True)
+    state = tuple(s.double() for s in layer.initial_state(3))
+    ys = []
+    for t in range(9):
+        o, state = layer.step(x[:, t], state)
+        ys.append(o)
+    torch.testing.assert_close(torch.stack(ys, dim=1), y)
+    torch.testing.assert_close(state[0], S_par)
+    y2 = layer(x[:, 5:], state=layer(x[:, :5], return_state=True)[1])  # chunked with a carried state
+    torch.testing.assert_close(y2, y[:, 5:])
+
+
+def test_sparse_mask_reads_the_window_and_written_anchors():
+    mask = sparse_mask(10, 3, 4, True)  # anchors written at positions 3 and 7
+    assert mask.shape == (10, 12)
+    assert mask[5, :10].nonzero().ravel().tolist() == [3, 4, 5]
+    assert mask[0, :10].nonzero().ravel().tolist() == [0]
+    assert mask[2, 10:].tolist() == [False, False] and mask[3, 10:].tolist() == [True, False]
+    assert mask[9, 10:].tolist() == [True, True]
+    assert not sparse_mask(10, 3, 4, False)[:, 10:].any()
+
+
+def test_window_alone_ignores_tokens_beyond_the_window_and_anchors_do_not():
+    torch.manual_seed(0)
+    x, s = torch.randn(1, 12, 8), torch.randn(1, 12, 8)
+    x2, s2 = x.clone(), s.clone()
+    x2[:, 1], s2[:, 3] = 5.0, 5.0  # token 1 and the summary written at anchor position 3
+    win = StateGuidedAttention(8, 2, window=3, every=4, anchors=False)
+    torch.testing.assert_close(win(x, s)[:, 4:], win(x2, s2)[:, 4:])
+    anc = StateGuidedAttention(8, 2, window=3, every=4, anchors=True)
+    assert not torch.allclose(anc(x, s)[:, 4:], anc(x2, s2)[:, 4:])  # the anchor at 3 reaches beyond the window
+    torch.testing.assert_close(anc(x, s)[:, :1], anc(x2, s2)[:, :1])  # nothing reads the future
+
+
+def _chain(**kw):
+    torch.manual_seed(0)
+    opts = dict(d_model=16, n_heads=2, substeps=2, delta_rank=2, window=3, every=4, iterations=3)
+    return M.ChainGPT(6, 6, **{**opts, **kw}).double()
+
+
+def test_chaingpt_is_causal():
+    model = _chain()
+    x = torch.randint(0, 6, (2, 13))
+    x2 = x.clone()
+    x2[:, 8] = (x[:, 8] + 1) % 6
+    a, b = model(x), model(x2)
+    torch.testing.assert_close(a[:, :8], b[:, :8])
+    assert not torch.allclose(a[:, 8:], b[:, 8:])
+
+
+def test_truncated_backprop_reaches_only_the_last_iterations():
+    """Gradients of a depth-3 run with bptt 1 equal those of one iteration from the detached warm-up state."""
+    model = _chain()
+    x, y = torch.randint(0, 6, (2, 9)), torch.randint(0, 6, (2, 9))
+    model.zero_grad()
+    model.loss(x, y, iterations=3, bptt=1).backward()
+    got = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    e = model.encode(x)
+    with torch.no_grad():
+        h = model.core_step(model.core_step(torch.zeros_like(e), e), e)
+    logits = model.readout(model.core_step(h, e))
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    want = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert got.keys() == want.keys() and "embedding.weight" in got and "bottom.0.state.q.weight" in got
+    for n in want:
+        torch.testing.assert_close(got[n], want[n])
+
+
+def test_entropy_drop_rule():
+    model = _chain(iterations=5)
+    x = torch.randint(0, 6, (3, 11))
+    fixed = model(x, iterations=5, return_all=True)
+    never = model.adaptive(x, 5, tau=-1e9, lag=1)  # the entropy never drops by more than -1e9: never stops
+    assert (never.iterations == 5).all()
+    torch.testing.assert_close(never.logits, fixed[-1])
+    torch.testing.assert_close(never.entropies, torch.stack([M.entropy(f) for f in fixed], dim=1))
+    at_once = model.adaptive(x, 5, tau=1e9, lag=2)  # stops as soon as the rule can be read: after k + 1
+    assert (at_once.iterations == 3).all()
+    torch.testing.assert_close(at_once.logits, fixed[2])
+    tau, lag = 0.02, 1
+    out = model.adaptive(x, 5, tau=tau, lag=lag)
+    H, n = out.entropies, out.iterations
+    for b in range(3):
+        for t in range(11):
+            k = int(n[b, t])
+            drops = [float(H[b, i - lag, t] - H[b, i, t]) for i in range(lag, k)]
+            assert all(d > tau for d in drops[:-1])  # it ran on while the entropy dropped by more than τ
+            if k < 5:
+                assert drops[-1] <= tau  # and stopped at the first small drop
+            torch.testing.assert_close(H[b, k - 1:, t], H[b, k - 1, t].expand(5 - k + 1))  # frozen after
+
+
+def test_controls_and_baselines_have_matched_parameter_counts():
+    cfg = Config()
+    from lab.datasets.synthetic import make_task
+
+    task = make_task("s3", n=4, length=8, cache=False)
+    counts = {r: n_params(build(cfg, r, task)) for r in ("chaingpt", "one_substep", "transformer", "mamba")}
+    assert abs(counts["one_substep"] / counts["chaingpt"] - 1) < 0.01  # only the M β gates differ
+    for r in ("transformer", "mamba"):
+        assert abs(counts[r] / counts["chaingpt"] - 1) < 0.1, counts  # widths move in steps of n_heads
+    assert matched_width(cfg, "transformer", task) % cfg.n_heads == 0
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("state_task", "z7", "one of 's3', 'a5', 'cyclic', 'parity'"),
+    ("state_train_length", 0, "an integer in [2, 4096]"),
+    ("recall_test_lengths", (-4,), "each value an integer in [2, 4096]"),
+    ("state_test_lengths", (8, 32), "lengths longer than the training length 16"),
+    ("recall_test_lengths", (32, 64), "lengths longer than the training length 32"),
+    ("n_pairs", 11, "an integer in [1, 10]"),
+    ("bptt_iterations", 4, "max_iterations=3"),
+])
+def test_bad_input_names_field_value_and_allowed(field, value, allowed):
+    with pytest.raises(ConfigError, match=f"{field}=.* is not allowed; allowed: .*") as info:
+        Config(**{field: value})
+    assert allowed in str(info.value)
+
+
+def test_cli_exits_2_on_bad_input():
+    from lab.cli import cli
+
+    res = CliRunner().invoke(cli, ["run", "chaingpt", "-P", "ci", "-p", "state_test_lengths=4"])
+    assert res.exit_code == 2 and "state_test_lengths=(4,) is not allowed" in res.output
+    res = CliRunner().invoke(cli, ["run", "chaingpt", "-P", "ci", "-p", "state_task=dyck"])
+    assert res.exit_code == 2 and "state_task='dyck'" in res.output
+
+
+def test_ci_run_is_consistent(ci_result):
+    res = ci_result("chaingpt")
+    ds = res.data
+    R = int(ds.depth.max())
+    # the fixed-depth accuracy of the depth profile is the accuracy the comparison reads
+    np.testing.assert_allclose(ds.depth_accuracy.sel(depth=R), ds.state_accuracy.sel(state_run="chaingpt"))
+    assert ((ds.adaptive_iterations >= 2) & (ds.adaptive_iterations <= R)).all()  # at least k + 1 = 2
+    np.testing.assert_allclose(ds.stop_share.sum("depth"), 1.0)
+    assert ((ds.state_accuracy >= 0) & (ds.state_accuracy <= 100)).all()
+    assert {r.name for r in res.claims} == {"substeps_raise_accuracy", "anchors_carry_recall",
+                                           "adaptive_fewer_iterations_on_easier", "adaptive_within_a_point",
+                                           "beats_transformer", "beats_mamba"}
+    assert res.claims["beats_mamba"].verdict == "reported"
+    assert res.claims["adaptive_fewer_iterations_on_easier"].control_measured == 0  # fixed depth: no difference
+
+
+def test_claims_follow_the_numbers(ci_result):
+    """Rewrite the ci Dataset so that each claim must hold, then so that its control passes too."""
+    from lab import api
+
+    ds = ci_result("chaingpt").data.copy(deep=True)
+    ds["state_accuracy"].loc[dict(state_run="chaingpt")] = 95.0
+    ds["state_accuracy"].loc[dict(state_run="one_substep")] = 60.0
+    ds["recall_accuracy"].loc[dict(recall_run="anchors")] = 99.0
+    ds["recall_accuracy"].loc[dict(recall_run="window_only")] = 99.5
+    table = api.check(ds, "chaingpt")
+    assert table["substeps_raise_accuracy"].verdict == "holds"
+    assert table["anchors_carry_recall"].verdict == "does not discriminate"
+    ds["adaptive_iterations"][:] = np.linspace(2.0, 2.9, ds.sizes["state_length"])
+    ds["depth_accuracy"][:] = np.array([50.0, 70.0, 90.0])[None, :, None]
+    ds["adaptive_accuracy"][:] = 89.5
+    table = api.check(ds, "chaingpt")
+    assert table["adaptive_fewer_iterations_on_easier"].verdict == "holds"
+    assert table["adaptive_within_a_point"].verdict == "holds"  # fixed depth 2 or 3 (rounded) loses more
+    ds["depth_accuracy"][:] = 90.0
+    assert api.check(ds, "chaingpt")["adaptive_within_a_point"].verdict == "does not discriminate"
+
+
+def test_live_trace_and_plots(ci_result):
+    import holoviews as hv
+
+    from lab.methods.chaingpt import live, plots
+
+    ds = ci_result("chaingpt").data
+    cfg = Config.from_profile("ci")
+    trace = live.stopping_trace(cfg, index=1)
+    assert live.stopping_trace(cfg, index=1) is trace  # memoised
+    L, R = cfg.state_test_lengths[-1], cfg.max_iterations
+    assert trace.tokens.shape == trace.iterations.shape == (L,) and trace.entropy.shape == (R, L)
+    assert ((trace.iterations >= cfg.stop_lag + 1) & (trace.iterations <= R)).all()
+    short = live.stopping_trace(cfg, index=0, length=cfg.state_train_length, tau=1e9)
+    assert (short.iterations == cfg.stop_lag + 1).all()
+    with pytest.raises(ConfigError, match="length=5 is not allowed"):
+        live.stopping_trace(cfg, length=5)
+    for fig in (plots.accuracy_vs_length(ds), plots.depth_curves(ds), plots.entropy_curves(ds),
+                plots.stop_histogram(ds), plots.training_curves(ds), plots.stopping_trace(trace)):
+        hv.render(fig)
+    assert "word problem" in plots.discussion(ds)
+
+
+def test_profiles_validate_and_quick_is_the_default():
+    assert Config.from_profile("quick") == Config()
+    full = Config.from_profile("full")
+    assert full.state_test_lengths[-1] >= 4 * full.state_train_length
+    assert dataclasses.replace(Config(), n_seeds=3).seeds == (0, 1, 2)

@@ -1,0 +1,79 @@
+"""Configuration of the truncated-BPTT burn-in experiments (defaults = the quick profile)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar, Literal
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import Device
+
+#: the systems of lab.datasets.systems the method runs on
+SYSTEM_NAMES = ("linear", "rlc", "duffing", "sunspots", "co2")
+#: the recurrent models (lab.methods.tbptt.model.KINDS)
+MODEL_KINDS = ("lstm", "gru", "lru")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """Truncated BPTT with burn-in: training MSE against the burn-in m, for several window lengths N."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(system="linear", models=MODEL_KINDS, lengths=(12, 40), burn_ins=(0, 4, 8), n_train=300,
+                   n_val=150, n_test=150, steps=12, batch_size=32, n_seeds=1),
+        "quick": {},
+        "full": dict(models=MODEL_KINDS, lengths=(100, 200, 500), burn_ins=(0, 10, 25, 50, 75, 90), n_train=6667,
+                     n_val=3333, n_test=3333, steps=8000, lr=3e-3, n_seeds=3),
+    }
+
+    system: Literal["linear", "rlc", "duffing", "sunspots", "co2"] = "rlc"
+    """System (lab.datasets.systems): the one-state linear system (the seconds-long case), the nonlinear series RLC
+    circuit with the paper's constants, a Silverbox-like Duffing oscillator, or one-step forecasting of the
+    statsmodels sunspots or co2 series."""
+    models: Annotated[tuple[str, ...], Choices(*MODEL_KINDS), Each(unique=True)] = ("lstm",)
+    """Recurrent models: the paper's LSTM, a GRU, an LRU block of lab.core. The claims read the first."""
+    hidden: Annotated[int, Range(1, 256)] = 8
+    """Hidden units (LSTM, GRU) or features and complex states (LRU); the paper's LSTM has 8."""
+    lengths: Annotated[tuple[int, ...], Range(2, 100_000), Each(increasing=True)] = (50, 200)
+    """Subsequence lengths N of truncated BPTT. The claims compare the shortest with the longest."""
+    burn_ins: Annotated[tuple[int, ...], Range(0, 100_000), Each(min_len=3, increasing=True)] = (0, 10, 20, 30, 40)
+    """Burn-in grid m (outputs skipped by the loss), shared by every N: it must start at 0 (the control) and stay
+    below the shortest N."""
+    stride: Annotated[int, Range(1, 100_000)] = 5
+    """Samples between the starts of consecutive subsequences (they overlap when below N)."""
+    n_train: Annotated[int, Range(0, 10_000_000)] = 3000
+    """Samples of the training record (0 with a statsmodels series: 70% of it)."""
+    n_val: Annotated[int, Range(0, 10_000_000)] = 1500
+    """Samples of the validation record, on which m* is chosen (0 with a series: 15% of it)."""
+    n_test: Annotated[int, Range(0, 10_000_000)] = 1500
+    """Samples of the test record (0 with a series: 15% of it)."""
+    steps: Annotated[int, Range(1, 10_000_000)] = 800
+    """Optimiser steps per training run (AdamW, warm-up then cosine decay), the same for every m and N."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 100
+    """Subsequences per mini-batch (the paper: 100)."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
+    """Peak learning rate (the paper: Adam at 3e-4 for 1500 epochs; our runs are far shorter)."""
+    n_seeds: Annotated[int, Range(1, 100)] = 2
+    """Seeds (seed, seed+1, ...): each seed's runs share their initial weights and batch order across m; the
+    claims are means over seeds."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch threads (1 is fastest for these small models on a shared machine)."""
+    device: Device = "cpu"
+    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        if self.burn_ins[0] != 0:
+            raise bad_value("burn_ins", self.burn_ins, "values starting with 0 (m = 0 is the control)")
+        if self.burn_ins[-1] >= self.lengths[0]:
+            raise bad_value("burn_ins", self.burn_ins,
+                            f"each value below the shortest N = {self.lengths[0]} (m < N)")
+        simulated = self.system in ("linear", "rlc", "duffing")
+        if simulated and self.n_train < self.lengths[-1]:
+            raise bad_value("n_train", self.n_train, f"an integer >= the longest N = {self.lengths[-1]}")
+        if simulated and min(self.n_val, self.n_test) < 2:
+            raise bad_value("n_val" if self.n_val < 2 else "n_test", min(self.n_val, self.n_test),
+                            "an integer >= 2 for a simulated system")

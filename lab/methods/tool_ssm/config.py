@@ -1,0 +1,88 @@
+"""Configuration of the tool-augmented SSM experiments (train on short problems, test closed loop on long ones)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import Device
+
+#: tasks with a pointer-memory agent: multi-digit addition, n-digit times 1-digit multiplication
+TASKS = ("add", "mul")
+#: interactive tool use; chain of thought only (the same trajectory, no tool answering); the answer directly
+REGIMES = ("tool", "cot", "direct")
+#: the models: two SSMs of lab.core, a GRU and a causal transformer (rotary positions)
+KINDS = ("mamba", "lru", "gru", "transformer")
+#: the paper's "at least 10x longer than any training problem"
+LENGTH_FACTOR = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """Tool-augmented SSMs: hard-coded agents' trajectories on short problems, closed-loop tests on long ones
+    (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(tasks=("add", "mul"), regimes=("tool", "cot", "direct"), train_max=2, test_lengths=(2, 20),
+                   claim_length=20, n_test=2, d_model=8, d_state=4, steps=4, batch_size=4,
+                   baselines_tool_only=False),
+        "quick": {},
+        "full": dict(tasks=("add", "mul"), regimes=("tool", "cot", "direct"), test_lengths=(5, 10, 20, 50, 100, 200,
+                                                                                              500, 1000),
+                     claim_length=1000, n_test=64, d_model=64, steps=1500, n_seeds=3, baselines_tool_only=False),
+    }
+
+    tasks: Annotated[tuple[str, ...], Choices(*TASKS), Each(unique=True)] = ("add",)
+    """Tasks: 'add' (two n-digit numbers) and 'mul' (n digits times one digit), digits least significant first.
+    The claims read 'add'."""
+    models: Annotated[tuple[str, ...], Choices(*KINDS), Each(unique=True)] = KINDS
+    """Models, all of the same width and depth: 'mamba', 'lru' (lab.core SSMs), 'gru', 'transformer' (causal,
+    rotary positions). The claims read mamba and lru; gru and transformer are report rows."""
+    regimes: Annotated[tuple[str, ...], Choices(*REGIMES), Each(unique=True)] = ("tool", "cot")
+    """Regimes: 'tool' (interactive pointer tool), 'cot' (chain of thought only: the same trajectory with the
+    model writing the observations itself: the claims' control), 'direct' (the answer right after the question)."""
+    baselines_tool_only: bool = True
+    """Train the GRU and transformer baselines in the 'tool' regime only (the claims' controls are the SSMs without
+    tools; saves two trainings in quick); False: every regime for every model."""
+    train_max: Annotated[int, Range(1, 1000)] = 10
+    """Longest operand in training (digits); training operands have 1..train_max digits, uniformly."""
+    test_lengths: Annotated[tuple[int, ...], Range(1, 100_000), Each(increasing=True)] = (5, 10, 20, 50, 100)
+    """Operand lengths (digits) of the closed-loop tests."""
+    claim_length: Annotated[int, Range(1, 100_000)] = 100
+    """Test length the generalisation claims read (one of test_lengths, at least 10 x train_max)."""
+    n_test: Annotated[int, Range(1, 100_000)] = 32
+    """Test problems per length (the same problems for every model)."""
+    d_model: Annotated[int, Range(4, 1024)] = 32
+    """Width of every model."""
+    n_layers: Annotated[int, Range(1, 16)] = 2
+    """Blocks (layers) of every model."""
+    d_state: Annotated[int, Range(1, 1024)] = 16
+    """State per channel of Mamba, complex states per layer of the LRU."""
+    steps: Annotated[int, Range(1, 1_000_000)] = 400
+    """Optimiser steps per model (fresh random problems at every step)."""
+    batch_size: Annotated[int, Range(1, 4096)] = 32
+    """Episodes per step."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
+    """Peak learning rate of the recurrent models (AdamW, warm-up then cosine decay)."""
+    transformer_lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
+    """Peak learning rate of the transformer (which does not train at the recurrent models' rate)."""
+    n_seeds: Annotated[int, Range(1, 100)] = 1
+    """Seeds per model (seed, seed+1, ...): initial weights and training problems; claims take the worst seed."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch threads (1 is fastest for these small models on a shared machine)."""
+    device: Device = "cpu"
+    """Where the models train: cpu, cuda, or auto (CUDA when torch sees a GPU); closed-loop evaluation runs on the
+    CPU."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        if self.claim_length not in self.test_lengths:
+            raise bad_value("claim_length", self.claim_length, f"one of test_lengths {self.test_lengths!r}")
+        if self.claim_length < LENGTH_FACTOR * self.train_max:
+            raise bad_value("claim_length", self.claim_length,
+                            f"a test length at least {LENGTH_FACTOR} x train_max = {LENGTH_FACTOR * self.train_max} "
+                            "(the claims are about problems 10 times longer than any seen in training)")

@@ -110,12 +110,19 @@ def check(path: str) -> None:
 @click.argument("slugs", nargs=-1)
 @click.option("--profile", "-P", default="quick", show_default=True, help="ci, quick or full.")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Notebooks executed at once, each in its own process.")
+              help="Notebooks executed at once, each in its own process (local runs).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler address (tcp://host:8786): execute the notebooks on its workers, one per task.")
+@click.option("--force", is_flag=True, help="Rerun every notebook, also those unchanged since their last good run.")
 @click.option("--out", type=click.Path(file_okay=False), default="reports", show_default=True)
-def report(slugs: tuple[str, ...], profile: str, jobs: int, out: str) -> None:
-    """Execute the notebooks with Papermill and write reports/<profile>/index.html with every claims table."""
+def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | None, force: bool, out: str) -> None:
+    """Execute the notebooks with Papermill and write reports/<profile>/index.html with every claims table.
+
+    A method whose notebook, code and profile are unchanged since its last good run is reused, not rerun (--force
+    reruns it). With --scheduler the notebooks run on a Dask cluster's workers; the executed notebooks and results
+    come back to this machine."""
     from lab import registry
-    from lab.config import PROFILE_NAMES
+    from lab.config import PROFILE_NAMES, ConfigError
     from lab.report import build_report
 
     if profile not in PROFILE_NAMES:
@@ -123,7 +130,11 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, out: str) -> None:
     for slug in slugs:
         if slug not in registry.slugs():
             _bad_input(f"unknown method {slug!r}; known methods: {', '.join(registry.slugs())}")
-    summary = build_report(list(slugs) or None, profile=profile, jobs=jobs, out=Path(out))
+    try:
+        summary = build_report(list(slugs) or None, profile=profile, jobs=jobs, out=Path(out), scheduler=scheduler,
+                               force=force)
+    except ConfigError as exc:  # no scheduler at --scheduler (nothing was written)
+        _bad_input(f"--scheduler: {exc}")
     click.echo(summary.to_text())
     click.echo(f"\nindex: {summary.index}")
     sys.exit(EXIT_OK if summary.all_executed else EXIT_CLAIM_FAILED)
@@ -260,8 +271,11 @@ def sync(check: bool) -> None:
     from lab import notebooks as nbs
     from lab import registry
 
-    stale = []
+    stale, missing = [], []
     for slug in registry.slugs():
+        if not registry.get(slug).notebook_path.exists():
+            missing.append(registry.get(slug).notebook)  # a method being written: nothing to sync yet
+            continue
         if nbs.parameters_in_notebook(slug) != nbs.parameters_source(slug):
             stale.append(registry.get(slug).notebook)
             if not check:
@@ -271,7 +285,9 @@ def sync(check: bool) -> None:
         stale.append("README.md")
     verb = "out of step" if check else "rewritten"
     click.echo(f"{verb}: {', '.join(stale)}" if stale else "everything in step")
-    sys.exit(EXIT_CLAIM_FAILED if (stale and check) else EXIT_OK)
+    if missing:
+        click.echo(f"no notebook yet: {', '.join(missing)} (write it from a copy of another method's)", err=True)
+    sys.exit(EXIT_CLAIM_FAILED if ((stale or missing) and check) else EXIT_OK)
 
 
 def main() -> None:

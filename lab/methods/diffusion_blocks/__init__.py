@@ -1,0 +1,50 @@
+r"""DiffusionBlocks: train a residual network one block at a time, each block a denoiser of its own noise range.
+
+Paper: Shing, Koyama & Akiba, "DiffusionBlocks: Block-wise Neural Network Training via Diffusion Interpretation"
+(arXiv 2506.14202, ICLR 2026).
+
+**Idea.** A residual network updates its state a little per layer, ``h ← h + f(h)``, like the steps of an ODE. Read
+those steps as the Euler steps of a diffusion model's probability-flow ODE and each group of layers becomes a
+denoiser for one stretch of noise levels. Cut the L layers into B blocks, give block ``b`` the noise range
+``[σ_{b+1}, σ_b]``, and train every block on its own with the denoising score-matching loss: a step picks one block,
+so only that block's activations and gradients are ever held, a B-fold memory saving, and no gradient crosses a
+block boundary. At inference the blocks run in order, each taking the Euler steps whose σ lies in its range.
+
+**Noise ranges.** EDM trains on ``ln σ ~ N(P_mean, P_std²)`` (``P_mean = -1.2``, ``P_std = 1.2``) over
+``σ ∈ [0.002, 80]``. The ranges hold equal probability mass under it, so every block gets an equal share of the
+training signal where the loss is hardest:
+
+    q_b = q_min + (b/B)(q_max - q_min),    σ_b = exp(P_mean + P_std Φ⁻¹(q_b)),
+
+with ``q_min, q_max`` the log-normal CDF at ``σ_min, σ_max``; each training range is widened by
+``(σ_b / σ_{b+1})^γ`` (``γ = 0.05``) on both sides so neighbours agree at their common edge. The ablation's
+baseline cuts ``ln σ`` into equal widths.
+
+**Denoiser (EDM).** ``D(z, σ) = c_skip z + c_out F(c_in z, c_noise)`` with ``c_skip = σ_d²/(σ² + σ_d²)``,
+``c_out = σ σ_d/√(σ² + σ_d²)``, ``c_in = 1/√(σ² + σ_d²)``, ``c_noise = ln(σ)/4``, ``σ_d = 0.5``; the loss
+``λ(σ) ‖D(y + σ ε, σ) - y‖²`` with ``λ(σ) = (σ² + σ_d²)/(σ σ_d)²``, σ drawn from the log-normal restricted to the
+block's range. Every layer is conditioned on the noise by AdaLN: ``LN(h)(1 + s) + t`` and a gate ``g`` on the
+residual branch, ``(s, t, g)`` linear in an embedding of ``c_noise`` (zero-initialised, so a layer starts as the
+identity).
+
+**Sampling.** ``z_0 = σ_max ε``; for EDM's levels ``σ_0 > ... > σ_{N-1}`` and ``σ_N = 0``:
+``z ← z + (σ_{i+1} - σ_i)/σ_i · (z - D_{b(σ_i)}(z, σ_i))``, where ``b(σ)`` is the block that owns ``σ``.
+
+**Classification.** The target is a label's embedding (fixed random directions, L2-normalised, RMS σ_d per
+coordinate); the blocks denoise it given the input's tokens, and the prediction is the class embedding nearest the
+final estimate.
+
+**In this lab.** :mod:`.model` (partition, EDM, AdaLN layers, MLP and token denoisers, the block container, Euler
+sampling, the energy distance, the measured cost of a step), :mod:`.train` (2-D data, training runs, evaluation),
+:mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`; notebook ``14_diffusion_blocks.ipynb``.
+"""
+
+from lab.registry import Method
+
+METHOD = Method.here(__name__,
+                     title="DiffusionBlocks: Block-wise Neural Network Training via Diffusion Interpretation",
+                     paper="arXiv:2506.14202",
+                     summary="A residual network cut into blocks, each trained alone as the denoiser of its own "
+                             "noise range: about 1/B of the memory per step.")
+
+__all__ = ["METHOD"]

@@ -1,0 +1,271 @@
+"""DiffusionBlocks' data, training runs (on :func:`lab.core.train.fit`, cached by :func:`lab.cache.cached_model`),
+evaluation, and the measured cost of one training step.
+
+* 2-D data (:func:`toy_data`): eight Gaussians on a circle or scikit-learn's two moons, scaled so that each
+  coordinate has RMS ``sigma_data`` (the scale is fixed by a reference draw, the same for every seed).
+* 2-D runs (:func:`toy_run`): ``e2e`` (one L-layer denoiser over the whole log-normal), ``blocks`` (B denoisers of
+  L/B layers on the equal-mass partition, one block per step), ``uniform`` (the same on a partition uniform in
+  ln σ), ``blocks_b`` (``blocks`` from another seed: the seed noise), ``small`` (one L/B-layer denoiser over the
+  whole range: the per-step memory of a block, without the blocks).
+* classifier runs (:func:`cls_run`): ``e2e`` (the L-layer transformer trained with cross-entropy), ``blocks`` (B
+  transformers of L/B layers denoising the label embedding), ``small`` (the L/B-layer transformer, cross-entropy).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lab.cache import cached_model
+from lab.core.train import fit, seed_everything
+from lab.datasets.sequences import SequenceTask, load_sequence_task
+from lab.methods.diffusion_blocks import model as M
+from lab.methods.diffusion_blocks.config import Config
+
+__all__ = ["CLS_MODELS", "FORMAT", "RERUN_OFFSET", "TOY_MODELS", "classify", "cls_run", "label_embeddings",
+           "load_tokens", "measure_costs", "sample_toy", "toy_data", "toy_run"]
+
+#: bump when training or a model changes (invalidates cached weights)
+FORMAT = 1
+#: the second equal-mass run starts from seed + this offset: other initial weights, batches and noise
+RERUN_OFFSET = 10_000
+TOY_MODELS = ("e2e", "blocks", "uniform", "blocks_b", "small")
+CLS_MODELS = ("e2e", "blocks", "small")
+#: tokens per example: digits as 8 rows of 8 pixels, MNIST-1D as 8 pieces of 5 samples
+TOKENS = {"digits": (8, 8), "mnist1d": (8, 5)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------------
+def _raw_toy(name: str, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if name == "gaussians8":
+        angle = rng.integers(0, 8, n) * (np.pi / 4)
+        centres = 2.0 * np.stack([np.cos(angle), np.sin(angle)], 1)
+        return centres + 0.15 * rng.standard_normal((n, 2))
+    from sklearn.datasets import make_moons
+
+    return make_moons(n, noise=0.05, random_state=int(rng.integers(2**31 - 1)))[0]
+
+
+@functools.cache
+def _toy_scale(name: str) -> tuple[np.ndarray, float]:
+    ref = _raw_toy(name, 200_000, 12345)
+    return ref.mean(0), float(np.sqrt(((ref - ref.mean(0)) ** 2).mean()))
+
+
+def toy_data(name: str, n: int, seed: int, sigma_data: float = 0.5) -> torch.Tensor:
+    """``n`` points ``(n, 2)`` float32 of the 2-D data set ``name``, each coordinate with RMS about ``sigma_data``."""
+    mean, rms = _toy_scale(name)
+    return torch.from_numpy((_raw_toy(name, n, seed) - mean) / rms * sigma_data).float()
+
+
+def load_tokens(cfg: Config) -> SequenceTask:
+    """The classification task with inputs cut into tokens: ``x (n, n_tokens, d_token)``."""
+    task = load_sequence_task(cfg.dataset).subset(cfg.n_train or None, cfg.n_test or None)
+    shape = TOKENS[cfg.dataset]
+    return SequenceTask(task.name, task.x_train.reshape(-1, *shape), task.y_train,
+                        task.x_test.reshape(-1, *shape), task.y_test, task.n_classes)
+
+
+def label_embeddings(cfg: Config, seed: int, n_classes: int = 10) -> torch.Tensor:
+    """Fixed random class directions, L2-normalised and scaled to per-coordinate RMS ``sigma_data``:
+    ``(n_classes, d_label)``. Fixed, not learned: a learned embedding shared by the blocks would couple them."""
+    e = torch.randn(n_classes, cfg.d_label, generator=torch.Generator().manual_seed(seed + 777))
+    return F.normalize(e, dim=-1) * (cfg.d_label ** 0.5 * cfg.sigma_data)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------------------------
+def _layers(cfg: Config, kind: str) -> int:
+    return cfg.n_layers if kind == "e2e" else cfg.block_layers
+
+
+def _edges(cfg: Config, kind: str) -> np.ndarray:
+    return M.partition(cfg.n_blocks, "uniform" if kind == "uniform" else "equal_mass", p_mean=cfg.p_mean,
+                       p_std=cfg.p_std, sigma_min=cfg.sigma_min, sigma_max=cfg.sigma_max)
+
+
+def build_toy(cfg: Config, kind: str, seed: int) -> torch.nn.Module:
+    seed_everything(seed)
+
+    def net(layers: int):
+        return M.MLPDenoiser(2, cfg.width, layers, cfg.sigma_data)
+
+    if kind in ("e2e", "small"):
+        return net(_layers(cfg, kind))
+    return M.DiffusionBlocks([net(cfg.block_layers) for _ in range(cfg.n_blocks)], _edges(cfg, kind), cfg.overlap)
+
+
+def build_cls(cfg: Config, task: SequenceTask, kind: str, seed: int) -> torch.nn.Module:
+    seed_everything(seed)
+    n_tok, d_tok = task.x_train.shape[1:]
+
+    def net(layers: int, n_classes=None):
+        return M.TokenDenoiser(n_tok, d_tok, cfg.d_label, cfg.d_model, layers, cfg.n_heads, cfg.sigma_data,
+                               n_classes)
+
+    if kind in ("e2e", "small"):
+        return net(_layers(cfg, kind), task.n_classes)
+    return M.DiffusionBlocks([net(cfg.block_layers) for _ in range(cfg.n_blocks)], _edges(cfg, kind), cfg.overlap)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------------
+def _noise_batch(cfg: Config, model, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(sigma (n,), block ())``: a block drawn uniformly and σ from its range, or σ over the whole range."""
+    if isinstance(model, M.DiffusionBlocks):
+        b = int(torch.randint(len(model.blocks), (), generator=gen))
+        lo, hi = model.training_range(b)
+    else:
+        b, (lo, hi) = -1, (cfg.sigma_min, cfg.sigma_max)
+    return M.sample_sigmas(n, lo, hi, cfg.p_mean, cfg.p_std, gen), torch.tensor(b)
+
+
+def _denoise_loss(cfg: Config):
+    def loss(model, batch):
+        *inputs, y, sigma, noise, b = batch
+        net = model.blocks[int(b)] if isinstance(model, M.DiffusionBlocks) else model
+        return M.edm_loss(net(*inputs, y + sigma[:, None] * noise, sigma), y, sigma, cfg.sigma_data)
+
+    return loss
+
+
+def _train(cfg: Config, model, sampler, loss, steps: int, lr: float, seed: int, progress: bool, desc: str) -> dict:
+    if isinstance(model, M.DiffusionBlocks) and cfg.block_budget == "compute":
+        steps *= len(model.blocks)
+    start = time.process_time()
+    res = fit(model, sampler, loss=loss, steps=steps, lr=lr, seed=seed, progress=progress, desc=desc,
+              device=cfg.device)
+    return {"curves": {"loss": res.loss}, "meta": {"cpu_s": time.process_time() - start, "wall_s": res.wall_time_s}}
+
+
+def toy_run(cfg: Config, kind: str, seed: int, *, progress: bool = False):
+    """Train (or load) one 2-D model of :data:`TOY_MODELS` for data seed ``seed``. Returns
+    :class:`lab.cache.Trained` (``meta["cpu_s"]``, ``curves["loss"]``)."""
+    train_seed = seed + RERUN_OFFSET if kind == "blocks_b" else seed
+    arch = "blocks" if kind == "blocks_b" else kind
+
+    def train(model):
+        data = toy_data(cfg.toy, cfg.toy_train, seed, cfg.sigma_data)
+        gen = torch.Generator().manual_seed(train_seed)
+
+        def sample(step):
+            y = data[torch.randint(len(data), (cfg.toy_batch,), generator=gen)]
+            sigma, b = _noise_batch(cfg, model, cfg.toy_batch, gen)
+            return y, sigma, torch.randn(y.shape, generator=gen), b
+
+        return _train(cfg, model, sample, _denoise_loss(cfg), cfg.toy_steps, cfg.toy_lr, train_seed, progress,
+                      f"2-D {kind} (seed {seed})")
+
+    key = {"format": FORMAT, "toy": cfg.toy, "n_layers": cfg.n_layers, "n_blocks": cfg.n_blocks,
+           "width": cfg.width, "steps": cfg.toy_steps, "batch": cfg.toy_batch, "lr": cfg.toy_lr, "n": cfg.toy_train,
+           "budget": cfg.block_budget,
+           "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
+           "kind": kind, "seed": seed}
+    return cached_model("diffusion_blocks", f"toy-{kind}", key, lambda: build_toy(cfg, arch, train_seed), train)
+
+
+def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: bool = False):
+    """Train (or load) one classifier of :data:`CLS_MODELS`. Returns :class:`lab.cache.Trained`."""
+
+    def train(model):
+        gen = torch.Generator().manual_seed(seed)
+        x, labels = task.x_train, task.y_train
+        if kind == "blocks":
+            emb = label_embeddings(cfg, seed, task.n_classes)
+
+            def sample(step):
+                idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
+                sigma, b = _noise_batch(cfg, model, cfg.cls_batch, gen)
+                return x[idx], emb[labels[idx]], sigma, torch.randn(cfg.cls_batch, cfg.d_label, generator=gen), b
+
+            loss = _denoise_loss(cfg)
+        else:
+            def sample(step):
+                idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
+                return x[idx], labels[idx]
+
+            def loss(model, batch):
+                return F.cross_entropy(model.logits(batch[0]), batch[1])
+
+        return _train(cfg, model, sample, loss, cfg.cls_steps, cfg.cls_lr, seed, progress,
+                      f"classifier {kind} (seed {seed})")
+
+    key = {"format": FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "n_layers": cfg.n_layers,
+           "n_blocks": cfg.n_blocks, "d_model": cfg.d_model, "n_heads": cfg.n_heads, "d_label": cfg.d_label,
+           "steps": cfg.cls_steps, "batch": cfg.cls_batch, "lr": cfg.cls_lr,
+           "budget": cfg.block_budget,
+           "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
+           "kind": kind, "seed": seed}
+    return cached_model("diffusion_blocks", f"cls-{kind}", key, lambda: build_cls(cfg, task, kind, seed), train)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------------------------------------------
+def _levels(cfg: Config, n: int) -> np.ndarray:
+    return M.karras_sigmas(n, cfg.sigma_min, cfg.sigma_max)
+
+
+def sample_toy(cfg: Config, model, n: int, seed: int) -> tuple[torch.Tensor, dict]:
+    """``n`` generated points ``(n, 2)`` by Euler sampling, and the states along the way: ``{-1: the start
+    σ_max ε, b: after block b's last step}`` (blocks only)."""
+    z = cfg.sigma_max * torch.randn(n, 2, generator=torch.Generator().manual_seed(seed + 555))
+    owner = model.owner if isinstance(model, M.DiffusionBlocks) else None
+    denoise = (lambda zz, s: model(zz, sigma=s)) if owner else model
+    out, states = M.euler_sample(denoise, z, _levels(cfg, cfg.sample_steps), owner)
+    return out, {-1: z, **states} if owner else {}
+
+
+@torch.no_grad()
+def classify(cfg: Config, model, x: torch.Tensor, seed: int) -> torch.Tensor:
+    """Predicted classes ``(n,)``: the logits' argmax, or (blocks) the class embedding nearest the label embedding
+    denoised from ``σ_max ε`` through the blocks."""
+    if not isinstance(model, M.DiffusionBlocks):
+        return model.logits(x).argmax(-1)
+    emb = label_embeddings(cfg, seed)
+    z = cfg.sigma_max * torch.randn(len(x), cfg.d_label, generator=torch.Generator().manual_seed(seed + 555))
+    z, _ = M.euler_sample(lambda zz, s: model(x, zz, sigma=s), z, _levels(cfg, cfg.cls_sample_steps), model.owner)
+    return (z @ emb.T).argmax(-1)
+
+
+def _costs(cfg: Config, e2e, blocks, e2e_loss, inputs: tuple, target: torch.Tensor,
+           gen: torch.Generator) -> dict[str, tuple[int, int]]:
+    """:func:`model.step_cost` of the end-to-end step, of each block's step (the largest kept) and of every
+    block's loss in one step."""
+    loss = _denoise_loss(cfg)
+
+    def block_loss(b: int):
+        sigma = M.sample_sigmas(len(target), *blocks.training_range(b), cfg.p_mean, cfg.p_std, gen)
+        return loss(blocks, (*inputs, target, sigma, torch.randn(target.shape, generator=gen), torch.tensor(b)))
+
+    per_block = [M.step_cost(blocks, lambda b=b: block_loss(b)) for b in range(cfg.n_blocks)]
+    return {"e2e": M.step_cost(e2e, e2e_loss), "block": max(per_block),
+            "joint": M.step_cost(blocks, lambda: sum(block_loss(b) for b in range(cfg.n_blocks)))}
+
+
+def measure_costs(cfg: Config, task: SequenceTask) -> dict[str, dict[str, tuple[int, int]]]:
+    """One training step of each variant, measured (:func:`model.step_cost`): ``{task: {variant: (saved bytes,
+    parameters with gradients)}}`` for ``toy`` and ``classify``; variants ``e2e`` (the L-layer network),
+    ``block`` (one block, the largest over blocks) and ``joint`` (the same blocks, every block's loss in one step)."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    y = toy_data(cfg.toy, cfg.toy_batch, cfg.seed, cfg.sigma_data)
+    e2e = build_toy(cfg, "e2e", cfg.seed)
+    sigma = M.sample_sigmas(len(y), cfg.sigma_min, cfg.sigma_max, cfg.p_mean, cfg.p_std, gen)
+    noise = torch.randn(y.shape, generator=gen)
+    toy = _costs(cfg, e2e, build_toy(cfg, "blocks", cfg.seed),
+                 lambda: _denoise_loss(cfg)(e2e, (y, sigma, noise, torch.tensor(-1))), (), y, gen)
+    x, labels = task.x_train[: cfg.cls_batch], task.y_train[: cfg.cls_batch]
+    clf = build_cls(cfg, task, "e2e", cfg.seed)
+    classify = _costs(cfg, clf, build_cls(cfg, task, "blocks", cfg.seed),
+                      lambda: F.cross_entropy(clf.logits(x), labels), (x,), label_embeddings(cfg, cfg.seed)[labels],
+                      gen)
+    return {"toy": toy, "classify": classify}

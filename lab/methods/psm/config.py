@@ -1,0 +1,102 @@
+"""Configuration of the prefix-scannable model experiments."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+
+#: state-tracking tasks of lab.datasets.synthetic (a running group element / sum per position)
+STATE_TASKS = ("cyclic", "s3", "a5", "parity")
+#: trained models: the Transformer-PSM, the PSM with the affine (SSM) aggregator, and the baselines of lab.core
+MODELS = ("psm", "psm_affine", "transformer", "lru", "mamba")
+#: the models every run trains (the claims compare them)
+REQUIRED_MODELS = ("psm", "transformer", "lru", "mamba")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """Prefix-scannable models: parallel/streaming duality, resources, length generalisation (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(train_length=8, test_factors=(1, 4), n_train=64, n_test=16, steps=3, batch_size=16,
+                   d_model=16, n_seeds=1, stream_chunks=(1, 3, 8, 16), stream_batch=2, trace_chunks=64),
+        "quick": {},
+        "full": dict(state_task="a5", train_length=16, test_factors=(1, 2, 4, 8, 10), n_train=20_000, n_test=500,
+                     steps=4000, d_model=64, n_seeds=3, stream_chunks=(1, 2, 3, 7, 16, 37, 64, 100, 128),
+                     mqar_vocab=64, mqar_pairs=4, mqar_queries=4, models=MODELS),
+    }
+
+    state_task: Annotated[str, Choices(*STATE_TASKS)] = "parity"
+    """State-tracking task (lab.datasets.synthetic): 'cyclic' (running sum mod `modulus`), 's3', 'a5' (word
+    problems of those groups), 'parity'. The paper's S5 word problem is out of CPU reach; MQAR is always run too."""
+    modulus: Annotated[int, Range(2, 64)] = 5
+    """Modulus of the 'cyclic' task (Z_m)."""
+    mqar_vocab: Annotated[int, Range(8, 8192)] = 16
+    """MQAR's vocabulary size (keys and values)."""
+    mqar_pairs: Annotated[int, Range(1, 256)] = 2
+    """MQAR's key-value pairs per sequence."""
+    mqar_queries: Annotated[int, Range(1, 256)] = 2
+    """MQAR's queries per sequence."""
+    train_length: Annotated[int, Range(4, 4096)] = 16
+    """Training sequence length (a multiple of chunk)."""
+    test_factors: Annotated[tuple[int, ...], Range(1, 64), Each(increasing=True, min_len=2)] = (1, 2, 4)
+    """Test lengths as multiples of train_length; must include 1 (in distribution) and 4 (the claims' 4x)."""
+    n_train: Annotated[int, Range(16, 1_000_000)] = 2000
+    """Training sequences per task."""
+    n_test: Annotated[int, Range(4, 100_000)] = 200
+    """Test sequences per task and length."""
+    chunk: Annotated[int, Range(1, 512)] = 1
+    """Tokens per chunk c of the PSMs (must divide train_length; the paper's S5 runs use c = 1)."""
+    d_model: Annotated[int, Range(4, 1024)] = 32
+    """Features of the PSMs; the baselines' widths are chosen to match the Transformer-PSM's parameter count."""
+    n_heads: Annotated[int, Range(1, 16)] = 2
+    """Attention heads of every transformer (PSM modules and the baseline)."""
+    psm_layers: Annotated[int, Range(1, 8)] = 1
+    """Transformer blocks in each PSM module (encoder, aggregator, inference)."""
+    baseline_layers: Annotated[int, Range(1, 16)] = 2
+    """Blocks of the baselines (causal transformer, LRU, Mamba)."""
+    models: Annotated[tuple[str, ...], Choices(*MODELS), Each(unique=True)] = REQUIRED_MODELS
+    """Models trained: psm (Transformer-PSM), psm_affine (PSM with the SSM combine; full profile), transformer,
+    lru, mamba; all but psm_affine are required."""
+    steps: Annotated[int, Range(1, 1_000_000)] = 1200
+    """Optimiser steps per model."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 32
+    """Mini-batch size."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
+    """Peak learning rate (AdamW, warm-up then cosine decay)."""
+    n_seeds: Annotated[int, Range(1, 100)] = 2
+    """Seeds per model and task (seed, seed+1, ...); accuracy claims are means over seeds with their spread."""
+    stream_chunks: Annotated[tuple[int, ...], Range(1, 4096), Each(increasing=True)] = (1, 2, 3, 7, 16, 37, 64)
+    """Chunk counts n at which the trained PSM runs parallel and streaming on the same sequences."""
+    stream_batch: Annotated[int, Range(1, 1024)] = 4
+    """Sequences per streaming check."""
+    trace_chunks: Annotated[int, Range(1, 1_000_000)] = 1024
+    """Chunks pushed through the binary counter with a counting combine (the resource trace, no model)."""
+    use_cache: bool = True
+    """Reuse trained weights cached under data/psm/ (trained and stored on first use)."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch and Numba threads."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    @property
+    def test_lengths(self) -> tuple[int, ...]:
+        return tuple(f * self.train_length for f in self.test_factors)
+
+    def validate(self) -> None:
+        if self.train_length % self.chunk:
+            raise bad_value("chunk", self.chunk, f"a divisor of train_length={self.train_length}")
+        if 1 not in self.test_factors or 4 not in self.test_factors:
+            raise bad_value("test_factors", self.test_factors, "increasing factors that include 1 and 4")
+        missing = [m for m in REQUIRED_MODELS if m not in self.models]
+        if missing:
+            raise bad_value("models", self.models, f"a set of models that includes {', '.join(REQUIRED_MODELS)}")
+        if self.d_model % self.n_heads:
+            raise bad_value("d_model", self.d_model, f"a multiple of n_heads={self.n_heads}")
+        if 2 * self.mqar_pairs + self.mqar_queries > self.train_length:
+            raise bad_value("train_length", self.train_length,
+                            f"at least 2 * mqar_pairs + mqar_queries = {2 * self.mqar_pairs + self.mqar_queries}")

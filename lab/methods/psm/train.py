@@ -1,0 +1,142 @@
+"""The PSM method's models and their only training: the two PSMs and the matched-size baselines from
+:mod:`lab.core`, trained with :func:`lab.core.train.fit` on per-token cross-entropy (positions labelled
+:data:`lab.datasets.tokens.IGNORE` skipped), weights cached by :func:`lab.cache.cached_model` under ``data/psm/``.
+
+Matched sizes: every model's width is chosen so that its trainable parameters come closest to the Transformer-PSM's
+(:func:`widths`); the counts are recorded in the run's Dataset.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lab.cache import Trained, cached_model
+from lab.core.models import SSMStack
+from lab.core.runtime import threads
+from lab.core.train import fit, seed_everything
+from lab.core.transformer import TokenTagger, Transformer, n_params
+from lab.datasets.tokens import IGNORE, TokenTask
+from lab.methods.psm.config import Config
+from lab.methods.psm.model import PSM
+
+__all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "build", "token_loss", "trained_model", "widths"]
+
+#: bump when training changes for an unchanged config (invalidates cached weights)
+WEIGHTS_VERSION = 2
+#: baseline SSM settings: LRU states per layer (and its ring initialisation), Mamba states per channel
+LRU_STATES, LRU_KWARGS, MAMBA_STATES = 32, {"r_min": 0.5, "r_max": 0.99}, 8
+
+
+def build(name: str, cfg: Config, vocab_size: int, n_classes: int, d_model: int | None = None) -> nn.Module:
+    """A freshly initialised model (torch's global generator: seed it first, after :func:`widths`, whose search
+    builds models and draws from that generator).
+
+    Arguments:
+        name: one of :data:`lab.methods.psm.config.MODELS`.
+        d_model: its width (default: the matched width of :func:`widths`).
+    """
+    d = d_model or widths(cfg, vocab_size, n_classes)[name]
+    psm = dict(d_model=d, chunk=cfg.chunk, n_heads=cfg.n_heads, enc_layers=cfg.psm_layers,
+               agg_layers=cfg.psm_layers, inf_layers=cfg.psm_layers)
+    if name == "psm":
+        return PSM(vocab_size, n_classes, aggregator="transformer", **psm)
+    if name == "psm_affine":
+        return PSM(vocab_size, n_classes, aggregator="affine", **psm)
+    if name == "transformer":
+        body = Transformer(d, cfg.baseline_layers, cfg.n_heads, causal=True)
+    elif name == "lru":
+        body = SSMStack("lru", d, cfg.baseline_layers, LRU_STATES, mixer_kwargs=LRU_KWARGS)
+    elif name == "mamba":
+        body = SSMStack("mamba", d, cfg.baseline_layers, MAMBA_STATES)
+    else:
+        raise ValueError(f"model={name!r} is not allowed; allowed: psm, psm_affine, transformer, lru, mamba")
+    return TokenTagger(vocab_size, n_classes, d, body)
+
+
+@cache
+def _widths(cfg_json: str, vocab_size: int, n_classes: int) -> dict[str, int]:
+    cfg = Config.from_json(cfg_json)
+    rng = torch.get_rng_state()
+    target = n_params(build("psm", cfg, vocab_size, n_classes, cfg.d_model))
+    out = {"psm": cfg.d_model}
+    for name in cfg.models:
+        if name == "psm":
+            continue
+        step = cfg.n_heads if name in ("psm_affine", "transformer") else 1
+        candidates = list(range(step, 8 * cfg.d_model + 1, step))
+        count = cache(lambda d, name=name: n_params(build(name, cfg, vocab_size, n_classes, d)))
+        lo, hi = 0, len(candidates) - 1  # the count grows with the width: bisect to the first at or above target
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if count(candidates[mid]) < target else (lo, mid)
+        near = candidates[max(lo - 1, 0): lo + 1]
+        out[name] = min(near, key=lambda d: (abs(count(d) - target), d))
+    torch.set_rng_state(rng)  # the search leaves the global generator as it found it
+    return out
+
+
+def widths(cfg: Config, vocab_size: int, n_classes: int) -> dict[str, int]:
+    """Each model's width: the Transformer-PSM at ``cfg.d_model``, every other model at the width whose parameter
+    count is closest to the Transformer-PSM's (multiples of ``n_heads`` for the transformers)."""
+    return dict(_widths(cfg.to_json(), vocab_size, n_classes))
+
+
+def token_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over the labelled positions of a batch ``(tokens (b, L), targets (b, L))``."""
+    x, y = batch
+    logits = model(x)  # (b, L, k)
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+
+
+def training_key(cfg: Config, task: TokenTask, name: str, seed: int) -> dict:
+    """Everything that determines a model's trained weights (the cache key)."""
+    fields = ("train_length", "n_train", "chunk", "d_model", "n_heads", "psm_layers", "baseline_layers", "steps",
+              "batch_size", "lr")
+    return {**{f: getattr(cfg, f) for f in fields}, "task": task.name, "options": task.options, "model": name,
+            "seed": seed, "models": sorted(cfg.models), "version": WEIGHTS_VERSION}
+
+
+def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progress: bool = False) -> Trained:
+    """A model trained on ``task`` (the training split): from the weight cache or trained now and cached.
+
+    Returns:
+        :class:`lab.cache.Trained` with ``curves["loss"]`` and ``meta["train_time_s"]``.
+    """
+    x, y = task.tensors()
+
+    def train(model):
+        res = fit(model, x, y, loss=token_loss, steps=cfg.steps, epochs=None, batch_size=cfg.batch_size,
+                  lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress, desc=f"{name} {task.name} ({seed})")
+        return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
+
+    d = widths(cfg, task.vocab_size, task.n_classes)[name]  # before seeding: the search builds models
+    with threads(cfg.threads):
+        seed_everything(seed)
+        return cached_model("psm", f"{task.name}-{name}", training_key(cfg, task, name, seed),
+                            lambda: build(name, cfg, task.vocab_size, task.n_classes, d), train,
+                            use_cache=cfg.use_cache)
+
+
+@torch.no_grad()
+def accuracy_by_position(model: nn.Module, task: TokenTask, batch_size: int = 256) -> np.ndarray:
+    """Share of correct predictions at each position over the labelled examples (NaN where none is labelled).
+
+    Returns:
+        ``(length,)`` in [0, 1].
+    """
+    x, y = task.tensors()
+    correct, labelled = torch.zeros(task.length), torch.zeros(task.length)
+    for i in range(0, len(x), batch_size):
+        pred = model(x[i: i + batch_size]).argmax(-1)  # (b, L)
+        yb = y[i: i + batch_size]
+        mask = yb != IGNORE
+        correct += ((pred == yb) & mask).sum(0)
+        labelled += mask.sum(0)
+    out = (correct / labelled.clamp_min(1)).numpy().astype(float)
+    out[labelled.numpy() == 0] = np.nan
+    return out

@@ -1,0 +1,86 @@
+"""Configuration of the QGPM (quantised gradient projection memory) experiments."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar, Literal
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import Device
+
+#: bit widths a basis can be stored at (NF-k and uniform codes of 2 to 8 bits)
+BITS = (2, 3, 4, 5, 6, 7, 8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """QGPM: continual learning on a permuted stream (sklearn digits) with quantised GPM bases (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(n_tasks=3, n_train=300, n_test=100, hidden=(32, 32), epochs=1, n_repr=100, sketch_rows=50,
+                   bits=(4, 8), n_seeds=1),
+        "quick": {},
+        "full": dict(hidden=(256, 256), bits=(2, 3, 4, 8), n_seeds=5),
+    }
+
+    source: Literal["digits", "mnist1d"] = "digits"
+    """Data of the permuted stream: sklearn digits (64 pixels; an MLP learns a task to ~95%) or MNIST-1D (40
+    features; an MLP reaches only ~50% in a few epochs, and 40 dimensions fill with GPM's bases within 2-3 tasks)."""
+    n_tasks: Annotated[int, Range(2, 100)] = 10
+    """Tasks of the permuted stream (the first keeps the original feature order; GPM's pMNIST and the paper's
+    split CIFAR-100: 10)."""
+    stream_seed: Annotated[int, Range(0, 2**31 - 1)] = 0
+    """Seed of the stream's permutations and subsets (the same stream for every training seed)."""
+    n_train: Annotated[int, Range(0, 1_000_000)] = 0
+    """Training examples per task (0: all: about 1350 for digits, 4000 for MNIST-1D)."""
+    n_test: Annotated[int, Range(0, 1_000_000)] = 0
+    """Test examples per task (0: all: about 450 for digits, 1000 for MNIST-1D)."""
+    hidden: Annotated[tuple[int, ...], Range(1, 4096), Each(min_len=1, max_len=4)] = (100, 100)
+    """Hidden widths of the bias-free ReLU MLP (GPM's pMNIST net: 100, 100; wider layers, as in full, make the
+    per-vector scale, centre, λ and outlier bytes small against the codes, as in the paper's conv layers)."""
+    epochs: Annotated[int, Range(1, 1000)] = 5
+    """Training epochs per task."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 64
+    """Mini-batch size."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
+    """Peak learning rate per task (AdamW without weight decay, warm-up then cosine decay)."""
+    thresholds: Annotated[tuple[float, ...], Range(0.0, 1.0, lo_open=True, hi_open=True), Each(min_len=2)] = (
+        0.95, 0.99, 0.99)
+    """GPM's energy threshold per linear layer (one more than hidden layers; GPM's pMNIST values)."""
+    n_repr: Annotated[int, Range(2, 100_000)] = 300
+    """Examples of a finished task whose layer inputs form the representation matrices (GPM's pMNIST: 300)."""
+    bits: Annotated[tuple[int, ...], Choices(*BITS), Each(increasing=True)] = (3, 4, 8)
+    """Bit widths of the quantised runs (naive and QGPM at each); must include 8 and claim_bits."""
+    claim_bits: Annotated[int, Choices(2, 3, 4)] = 4
+    """The low bit width of the naive-versus-QGPM claim and of the sketched run (the paper's 4)."""
+    outlier_share: Annotated[float, Range(0.0, 0.5)] = 0.02
+    """QGPM's outlier share p: per basis vector, the entries below its p/2 and above its 1 - p/2 quantile
+    stay FP32 (floor(p d / 2) per tail; the paper's ablation uses p = 2%)."""
+    qea_alpha: Annotated[float, Range(0.0, 1e6)] = 80.0
+    """α of the quantisation-error-aware projection λ_i = clip(1 - α e_i, 0, 1), e_i = 1 - cos(ũ_i, u_i) (the
+    paper's ablation: 80)."""
+    sketch_rows: Annotated[int, Range(1, 100_000)] = 150
+    """Columns r of the CountSketch R Sᵀ taken before the SVD (half of n_repr)."""
+    n_seeds: Annotated[int, Range(1, 100)] = 5
+    """Training seeds (seed, seed+1, ...): initial weights and batch order; claims are means over seeds."""
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch threads (1 is fastest for these small models on a shared machine)."""
+    device: Device = "cpu"
+    """Where the models train: cpu, cuda, or auto; evaluation and the memory's SVDs run on the CPU."""
+    use_cache: bool = True
+    """Reuse runs cached under data/qgpm/ (computed and stored on first use)."""
+
+    #: the fields that determine a run's results (with the variant and the seed)
+    TRAINING_FIELDS = ("source", "n_tasks", "stream_seed", "n_train", "n_test", "hidden", "epochs", "batch_size",
+                       "lr", "thresholds", "n_repr", "outlier_share", "qea_alpha", "sketch_rows", "claim_bits")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        if len(self.thresholds) != len(self.hidden) + 1:
+            raise bad_value("thresholds", self.thresholds, f"{len(self.hidden) + 1} values (one per linear layer "
+                                                           f"of hidden={self.hidden!r})")
+        if 8 not in self.bits or self.claim_bits not in self.bits:
+            raise bad_value("bits", self.bits, f"bit widths from {BITS} including 8 and claim_bits={self.claim_bits}")

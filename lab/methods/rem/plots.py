@@ -1,0 +1,144 @@
+"""REM's HoloViews builders (notebook and ``unlearning`` dashboard) and the notebook's discussion."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE
+
+__all__ = ["LABELS", "absorbed", "cell_accuracies", "discussion", "redirected", "score_grid", "score_grids",
+           "summary"]
+
+LABELS = {"original": "original", "retrain": "retrain", "finetune": "fine-tune", "ga": "gradient ascent",
+          "npo": "NPO", "rem": "REM", "rem_noredirect": "REM w/o redirection", "rem_b": "REM (other masks)"}
+COLOURS = dict(zip(LABELS, PALETTE))
+
+
+def _label(method: str) -> str:
+    return LABELS.get(method, method)
+
+
+def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | None = None, width: int = 300,
+               height: int = 230) -> hv.Overlay:
+    """One method's score (Utility x Healed, mean over seeds) over the task space: discovery rate x corruption
+    (from irregular to regular, bottom to top); ``selected`` outlines one cell."""
+    mean = ds.score.sel(algorithm=method).mean("seed")
+    rows = [(f"{float(r):g}", str(c), float(mean.sel(corruption=c, rate=r)))
+            for c in ds.corruption.values for r in ds.rate.values]
+    heat = hv.HeatMap(rows, ["discovery rate", "corruption"], "score").opts(
+        cmap="viridis", clim=(0, 100), colorbar=True, width=width, height=height, tools=["hover"],
+        title=f"{_label(method)}: mean {float(mean.mean()):.1f}, worst {float(mean.min()):.1f}")
+    labels = hv.Labels([(r, c, f"{v:.0f}") for r, c, v in rows], ["discovery rate", "corruption"], "text").opts(
+        text_color="white", text_font_size="9pt")
+    out = heat * labels
+    if selected is not None:
+        c, r = selected
+        out = out * hv.Points([(f"{float(r):g}", str(c))], ["discovery rate", "corruption"]).opts(
+            marker="square", size=34, fill_alpha=0, line_color="#d1495b", line_width=3)
+    return out
+
+
+def score_grids(ds: xr.Dataset, methods=None, selected=None) -> hv.Layout:
+    """:func:`score_grid` for every method (default: all but the second REM run)."""
+    methods = [m for m in ds.algorithm.values if m != "rem_b"] if methods is None else methods
+    return hv.Layout([score_grid(ds, m, selected=selected) for m in methods]).cols(4)
+
+
+def summary(ds: xr.Dataset) -> hv.Overlay:
+    """Each method's mean score over the grid (bars, mean over seeds) and its worst cell (dots), with the seeds'
+    spread of the mean (error bars)."""
+    methods = [m for m in ds.algorithm.values if m != "rem_b"]
+    grid_mean = ds.score.mean(("corruption", "rate"))  # (seed, algorithm)
+    worst = ds.score.mean("seed").min(("corruption", "rate"))
+    names = [_label(m) for m in methods]
+    bars = hv.Bars([(n, float(grid_mean.sel(algorithm=m).mean())) for n, m in zip(names, methods)], "method",
+                   "score").opts(color=hv.dim("method").categorize({_label(m): COLOURS[m] for m in methods}),
+                                 xrotation=30, tools=["hover"])
+    spread = hv.ErrorBars([(n, float(grid_mean.sel(algorithm=m).mean()), float(grid_mean.sel(algorithm=m).std()))
+                           for n, m in zip(names, methods)], "method", ["score", "std"])
+    dots = hv.Scatter([(n, float(worst.sel(algorithm=m))) for n, m in zip(names, methods)], "method",
+                      "score").opts(color="black", marker="diamond", size=10)
+    return (bars * spread * dots).opts(
+        title=f"Utility x Healed: mean over the grid (bars, ± seeds' std) and worst cell (◆), "
+              f"{ds.sizes['seed']} seed(s)", width=720, height=360, ylim=(0, 100), show_legend=False)
+
+
+def cell_accuracies(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
+    """One cell: each method's accuracy on clean data (test set, clean training examples) and on the corrupted
+    examples (w.r.t. their true labels: Healed; w.r.t. the corrupted labels: memorised). ``original`` is before."""
+    cell = ds.sel(corruption=corruption, rate=rate).mean("seed")
+    measures = (("utility", "test (clean)"), ("clean_train", "clean training"), ("healed", "corrupted: true label"),
+                ("memorised", "corrupted: corrupted label"))
+    rows = [(_label(str(m)), label, float(cell[var].sel(algorithm=m))) for m in ds.algorithm.values if m != "rem_b"
+            for var, label in measures]
+    return hv.Bars(rows, ["method", "measure"], "accuracy").opts(
+        title=f"{corruption}, discovery {float(rate):g}: accuracy before (original) and after unlearning",
+        width=760, height=340, ylim=(0, 105), xrotation=30, tools=["hover"], multi_level=True,
+        color=hv.dim("measure").categorize({label: c for (_, label), c in zip(measures, PALETTE)}),
+        show_legend=False)
+
+
+def absorbed(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
+    """What REM's extra units absorbed in one cell: accuracy w.r.t. the training labels (corrupted ones for the
+    corrupted groups) with each example's mask open and after discarding the units."""
+    cell = ds.rem_absorbed.sel(corruption=corruption, rate=rate).mean("seed")
+    rows = [(str(g), {"on": "units on", "off": "discarded"}[str(u)], float(cell.sel(group=g, units=u)))
+            for g in ds.group.values for u in ds.units.values if np.isfinite(float(cell.sel(group=g, units=u)))]
+    return hv.Bars(rows, ["group", "units"], "accuracy").opts(
+        title=f"REM's extra units, {corruption} at discovery {float(rate):g}: fit to the training labels",
+        width=520, height=320, ylim=(0, 105), tools=["hover"], multi_level=True,
+        color=hv.dim("units").categorize({"units on": PALETTE[1], "discarded": PALETTE[0]}), show_legend=False)
+
+
+def redirected(info: dict) -> hv.Bars:
+    """Where one REM model's predictions of the corrupted examples go, units on and discarded
+    (:func:`lab.methods.rem.live.redirected`): to the corrupted label, the true label or another class."""
+    rows = [(f"{group}, {units}", outcome, 100.0 * info["outcomes"][group][units][outcome])
+            for group in info["outcomes"] for units in ("units on", "discarded")
+            for outcome in ("corrupted label", "true label", "other")]
+    return hv.Bars(rows, ["examples", "prediction"], "share").opts(
+        stacked=True, width=560, height=320, tools=["hover"], xrotation=20, ylim=(0, 105),
+        color=hv.dim("prediction").categorize({"corrupted label": PALETTE[1], "true label": PALETTE[2],
+                                               "other": "#999999"}),
+        title=f"REM seed {info['seed']}, {info['corruption']} at {info['rate']:g}: "
+              f"{info['n_forget']} redirected, share of the logits in the extra units "
+              f"{info['share_forget']:.2f} (D_f) vs {info['share_clean']:.2f} (clean)")
+
+
+def _spread(values) -> str:
+    values = np.asarray(values, float).ravel()
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return f"{values.mean():.1f}"
+    return f"{values.mean():.1f} (seeds {values.min():.1f} to {values.max():.1f})"
+
+
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    grid = ds.score.mean(("corruption", "rate"))  # (seed, algorithm)
+    means = {str(m): grid.sel(algorithm=m).values for m in ds.algorithm.values}
+    cellmean = ds.score.mean("seed")
+    best_cell = cellmean.drop_sel(algorithm=["rem_b", "rem_noredirect"]).idxmax("algorithm")
+    wins = {str(c): [f"{float(r):g}: {str(best_cell.sel(corruption=c, rate=r).values)}" for r in ds.rate.values]
+            for c in ds.corruption.values}
+    rem_low = cellmean.sel(algorithm="rem").stack(cell=("corruption", "rate"))
+    low = rem_low.cell.values[int(np.argmin(rem_low.values))]
+    absorbed_on = float(ds.rem_absorbed.sel(group="discovered", units="on").mean())
+    absorbed_off = float(ds.rem_absorbed.sel(group="discovered", units="off").mean())
+    return "\n".join([
+        "- **Mean score over the grid** (Utility x Healed / 100, mean over seeds): "
+        + ", ".join(f"{_label(m)} {_spread(v)}" for m, v in means.items()) + ".",
+        "- **Best method per cell** (REM's variants aside): "
+        + "; ".join(f"{c}: " + ", ".join(w) for c, w in wins.items()) + ".",
+        f"- REM's lowest cell is {low[0]} at discovery {float(low[1]):g} ({float(rem_low.min()):.1f}); "
+        f"the original model scores {_spread(grid.sel(algorithm='original').values)} on average: the corruption "
+        "costs Healed almost entirely (the MLP memorises the corrupted labels).",
+        f"- **What the extra units absorbed**: with their shared mask open, REM fits the discovered corrupted "
+        f"examples' corrupted labels to {absorbed_on:.1f}%; once the units are discarded, {absorbed_off:.1f}% "
+        "(mean over cells and seeds).",
+        f"- {ds.attrs['n_train']} training and {ds.attrs['n_test']} test examples of {ds.attrs['dataset']}, "
+        f"{ds.attrs['corrupt_fraction']:.0%} corrupted, {ds.sizes['seed']} seed(s) (one test example = "
+        f"{100 / ds.attrs['n_test']:.2f} pt of Utility).",
+    ])

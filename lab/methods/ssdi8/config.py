@@ -1,0 +1,98 @@
+"""Configuration of the SSDi8 experiments: a small Mamba-2 character model, its INT8 SSD path and the baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import Device
+from lab.core.tasks import Layers, Rate, WeightDecay
+
+#: weight bit widths of in_proj / out_proj (W8A8, W4A8)
+WEIGHT_BITS = (4, 8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(BaseConfig):
+    """SSDi8: post-training INT8 quantisation of Mamba-2's SSD path (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(d_model=32, train_steps=12, seq_len=64, batch_size=8, n_train_chars=40_000, n_calib=4,
+                   n_eval=4, timing_repeats=1),
+        "quick": {},
+        "full": dict(d_model=128, n_layers=4, train_steps=3000, seq_len=512, n_train_chars=4_000_000, n_calib=64,
+                     n_eval=128, timing_repeats=5),
+    }
+
+    # the model and its training ----------------------------------------------------------------------------------
+    d_model: Annotated[int, Range(16, 1024)] = 64
+    """Features of the residual stream; the SSD's inner width is 2 x d_model (expand 2)."""
+    n_layers: Layers = 2
+    """Mamba-2 blocks."""
+    d_state: Annotated[int, Range(2, 256)] = 16
+    """State size N of the SSD (per group; B and C have N channels)."""
+    headdim: Annotated[int, Range(2, 256)] = 32
+    """Channels per SSD head (2 x d_model must be a multiple)."""
+    chunk_size: Annotated[int, Range(2, 512)] = 32
+    """SSD chunk length (the axis along which x gets a scale per chunk)."""
+    seq_len: Annotated[int, Range(8, 8192)] = 128
+    """Characters per training, calibration and evaluation sequence."""
+    n_train_chars: Annotated[int, Range(10_000, 100_000_000)] = 600_000
+    """Characters of the training split of the corpus (Python standard library sources, sorted by path)."""
+    train_steps: Annotated[int, Range(1, 1_000_000)] = 320
+    """Optimiser steps of the language model's training (AdamW, warm-up then cosine decay)."""
+    batch_size: Annotated[int, Range(1, 4096)] = 32
+    """Training sequences per step."""
+    lr: Rate = 3e-3
+    """Peak learning rate."""
+    weight_decay: WeightDecay = 0.01
+    """AdamW weight decay of the matrices."""
+
+    # quantisation ------------------------------------------------------------------------------------------------
+    n_calib: Annotated[int, Range(1, 100_000)] = 32
+    """Calibration sequences (taken from corpus files that neither training nor evaluation reads)."""
+    n_eval: Annotated[int, Range(1, 100_000)] = 64
+    """Evaluation sequences (their own files, apart from training and calibration)."""
+    weight_bits: Annotated[tuple[int, ...], Choices(*WEIGHT_BITS), Each(unique=True)] = (8, 4)
+    """Weight bit widths of in_proj and out_proj to run besides full-precision weights (8: W8A8, 4: W4A8; per
+    output channel, symmetric; their input activations are INT8 per tensor)."""
+    correction_scale: Annotated[float, Range(0.0, 4.0)] = 0.15
+    """Coefficient of the per-channel error correction c* added to the SSD output (the paper's summary: 0.15; the
+    upstream scripts use 0.16, the code's default 0.1; 1 removes the whole calibration mean error)."""
+    decay_bits: Annotated[int, Range(1, 15)] = 7
+    """Fractional bits of the fixed-point decay in the state passing (multiply by round(decay * 2^k), shift by k;
+    upstream: 7, [secondary])."""
+    outlier_channels: Annotated[int, Range(0, 4096)] = 2
+    """SSD input channels per layer scaled up before the SSD and down after it (function-preserving outliers)."""
+    outlier_scale: Annotated[float, Range(1.0, 1e4)] = 20.0
+    """Factor of those channels (1: none; 20 leaves a per-tensor scale about 6 levels for an ordinary channel)."""
+    timing_repeats: Annotated[int, Range(1, 100)] = 3
+    """Repeats of each CPU timing (the minimum is kept)."""
+
+    # the machine ---------------------------------------------------------------------------------------------------
+    threads: Annotated[int, Range(1, 256)] = 1
+    """Torch threads for training, evaluation and the timings."""
+    device: Device = "cpu"
+    """Where the language model trains (cpu, cuda, auto); quantisation and evaluation run on the CPU."""
+    use_cache: bool = True
+    """Reuse the corpus and trained weights cached under data/ssdi8/ (built on first use)."""
+
+    #: the fields that determine the trained weights (with a format version)
+    TRAINING_FIELDS = ("d_model", "n_layers", "d_state", "headdim", "chunk_size", "seq_len", "n_train_chars",
+                       "train_steps", "batch_size", "lr", "weight_decay", "seed")
+
+    def validate(self) -> None:
+        if (2 * self.d_model) % self.headdim:
+            raise bad_value("headdim", self.headdim, f"a divisor of the inner width 2 x d_model = {2 * self.d_model}")
+        if self.outlier_channels > 2 * self.d_model:
+            raise bad_value("outlier_channels", self.outlier_channels,
+                            f"at most the inner width 2 x d_model = {2 * self.d_model}")
+
+    @property
+    def d_inner(self) -> int:
+        return 2 * self.d_model
+
+    def training_key(self, **extra) -> dict:
+        """Everything that determines the trained weights, plus ``extra`` (a format version)."""
+        return {**{n: getattr(self, n) for n in self.TRAINING_FIELDS}, **extra}

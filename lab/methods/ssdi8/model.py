@@ -1,0 +1,190 @@
+"""SSDi8's INT8 path through Mamba-2's SSD, the baselines it is compared with, and a trained Mamba-2 language model
+run through any of them (with W8A8 / W4A8 projections, injected outlier channels and the error correction).
+
+The SSD stages (:mod:`kernels.ssd`) with SSDi8's quantisation points, per chunk of ``q`` positions::
+
+    dt, cumA          = chunk_cumsum(dt, A)                          float (dt and every exponential stay float)
+    Q(x), Q(B), Q(C)                                                 x per (chunk, head, headdim); B, C per group
+    CB                = Q(C) Q(B)ᵀ              int8 x int8 -> int32, then requantised with its own scale
+    S_c               = Q(x · dt · e^(cumA_end - cumA))ᵀ Q(B)        int8 x int8 -> int32 -> fp32 chunk states
+    S_{c+1}           = ⌊decay · 2^k⌉ · S_c · 2^-k + S_c'            fixed-point decay, fp32 accumulation
+    y_off             = e^(cumA) ⊙ Q(C) Q(S)ᵀ   int8 x int8 -> int32, states per (head, headdim)
+    y_diag            = (Q(CB) ⊙ L ⊙ dt) Q(x)   float, on the INT8 codes (the decays do not factor out stably)
+    y                 = y_diag + y_off + D Q(x) + c                  c: the scaled per-channel correction
+
+Variants (:data:`VARIANTS`): ``fp32`` (the kernel); ``input_only`` (Quamba-style: x, B and C quantised per tensor at
+the SSD's entry through :func:`kernels.ssd`'s hooks, the rest float); ``per_tensor`` (the INT8 path above with one
+scale per tensor); ``axis_aware`` (SSDi8's scales, no correction); ``ssdi8`` (with the correction); ``shuffled``
+(the correction's values assigned to the wrong channels: the control of the correction claim).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from einops import rearrange
+
+import kernels
+from kernels.ssd import ssd_bmm, ssd_chunk_cumsum, ssd_chunk_state, ssd_state_passing
+from lab.methods.ssdi8.quant import amax, dequantize, fake_quant, qmatmul, quantize, scale_of
+
+__all__ = ["VARIANTS", "SSDScales", "chunked", "observe", "outlier_vector", "ssd_int8", "ssd_variant"]
+
+VARIANTS = ("fp32", "input_only", "per_tensor", "axis_aware", "ssdi8", "shuffled")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Scales and calibration
+# --------------------------------------------------------------------------------------------------------------------
+@dataclass
+class SSDScales:
+    """Static INT8 scales of one layer's SSD path.
+
+    Attributes:
+        x: ``(chunks, heads, headdim)`` the SSD input. xs: ``(chunks, heads, headdim)`` the input scaled by ``dt``
+            and the decay to its chunk's end (what enters the chunk states).
+        B, C, CB: ``(groups,)``. states: ``(heads, headdim)`` the states entering each chunk.
+    """
+
+    x: torch.Tensor
+    xs: torch.Tensor
+    B: torch.Tensor
+    C: torch.Tensor
+    CB: torch.Tensor
+    states: torch.Tensor
+
+    @classmethod
+    def from_amax(cls, a: dict[str, torch.Tensor]) -> SSDScales:
+        return cls(**{k: scale_of(a[k]) for k in ("x", "xs", "B", "C", "CB", "states")})
+
+    def per_tensor(self) -> SSDScales:
+        """The same shapes, each filled with its largest value: one scale per tensor."""
+        return SSDScales(**{k: torch.full_like(v, float(v.max())) for k, v in vars(self).items()})
+
+
+def chunked(t: torch.Tensor, q: int) -> torch.Tensor:
+    """``(b, L, ...) -> (b, chunks, q, ...)``, the tail padded with zeros."""
+    pad = (-t.shape[1]) % q
+    if pad:
+        t = torch.cat([t, t.new_zeros(t.shape[0], pad, *t.shape[2:])], dim=1)
+    return t.reshape(t.shape[0], -1, q, *t.shape[2:])
+
+
+def _per_chunk(s: torch.Tensor, n: int) -> torch.Tensor:
+    """A per-chunk scale ``(chunks, ...)`` for ``n`` chunks: chunks past the calibrated ones use the largest."""
+    if n <= s.shape[0]:
+        return s[:n]
+    return torch.cat([s, s.amax(0, keepdim=True).expand(n - s.shape[0], *s.shape[1:])])
+
+
+@torch.no_grad()
+def observe(x, dt, A, B, C, chunk_size: int) -> dict[str, torch.Tensor]:
+    """The float SSD's amax at every quantisation point (the calibration statistics of one batch).
+
+    Arguments:
+        x: ``(b, L, heads, headdim)``; dt: ``(b, L, heads)`` after softplus; A: ``(heads,)``;
+        B, C: ``(b, L, groups, N)``.
+    Returns:
+        amax per axis, shaped as the fields of :class:`SSDScales`.
+    """
+    q = chunk_size
+    dtc, dA = ssd_chunk_cumsum(dt, A, q)  # (b, h, c, q)
+    xc = chunked(x, q)  # (b, c, q, h, p)
+    to_end = torch.exp(dA[..., -1:] - dA) * dtc
+    xs = xc * rearrange(to_end, "b h c q -> b c q h 1")
+    states, _ = ssd_state_passing(ssd_chunk_state(B, x, dtc, dA), dA)  # (b, c, h, p, n)
+    return {"x": amax(xc, (1, 3, 4)), "xs": amax(xs, (1, 3, 4)), "B": amax(B, (2,)), "C": amax(C, (2,)),
+            "CB": amax(ssd_bmm(C, B, q), (2,)), "states": amax(states, (2, 3))}
+
+
+def outlier_vector(d_inner: int, n: int, factor: float, seed: int) -> torch.Tensor:
+    """``(d_inner,)`` ones, with ``n`` channels (drawn from ``seed``) set to ``factor``."""
+    out = torch.ones(d_inner)
+    idx = torch.randperm(d_inner, generator=torch.Generator().manual_seed(seed))[:n]
+    out[idx] = factor
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The INT8 SSD
+# --------------------------------------------------------------------------------------------------------------------
+def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bits: int = 7, backend: str = "int",
+             held: dict | None = None) -> torch.Tensor:
+    """Mamba-2's SSD with INT8 activations and int32 accumulation (the stages of the module docstring).
+
+    Arguments:
+        x: ``(b, L, heads, headdim)``; dt: ``(b, L, heads)`` after softplus; A: ``(heads,)``;
+        B, C: ``(b, L, groups, N)``; D: ``(heads,)``.
+        scales: :class:`SSDScales` (axis-aware, or :meth:`SSDScales.per_tensor`).
+        decay_bits: fractional bits ``k`` of the fixed-point chunk decay.
+        backend: ``int`` (``torch._int_mm``) or ``fake`` (the fake-quant twin); see :func:`quant.qmatmul`.
+        held: if a dict, filled with ``name -> (numel, bytes per element)`` of the tensors held between stages.
+    Returns:
+        ``y`` ``(b, L, heads, headdim)`` float32 (no gate; D skip included).
+    """
+    b, L, h, p = x.shape
+    g, q = B.shape[2], int(chunk_size)
+    dtc, dA = ssd_chunk_cumsum(dt, A, q)  # (b, h, c, q), float
+    nc = dA.shape[2]
+    s_x = _per_chunk(scales.x, nc)[:, None]  # (c, 1, h, p)
+    s_xs = _per_chunk(scales.xs, nc)  # (c, h, p)
+    s_B, s_C = scales.B[:, None, None], scales.C[:, None, None]  # (g, 1, 1)
+    qx = quantize(chunked(x, q), s_x)  # (b, c, q, h, p) int8, reused by every stage
+    xd = dequantize(qx, s_x)
+    qB = rearrange(quantize(chunked(B, q), scales.B[:, None]), "b c q g n -> b c g q n")
+    qC = rearrange(quantize(chunked(C, q), scales.C[:, None]), "b c q g n -> b c g q n")
+    # C·Bᵀ in INT8, then held as INT8 with its own scale
+    CB = qmatmul(qC, qB.transpose(-1, -2), s_C, s_B, backend)  # (b, c, g, q, q)
+    qCB = quantize(CB, scales.CB[:, None, None])
+    # chunk states from x · dt · decay-to-end (the element-wise factors applied before quantising, in float)
+    to_end = torch.exp(dA[..., -1:] - dA) * dtc  # (b, h, c, q)
+    xs = xd * rearrange(to_end, "b h c q -> b c q h 1")
+    qxs = quantize(xs, s_xs[:, None])  # (b, c, q, h, p)
+    a = rearrange(qxs, "b c q (g r) p -> b c g (r p) q", g=g)
+    sa = rearrange(s_xs, "c (g r) p -> c g (r p) 1", g=g)
+    chunk_states = rearrange(qmatmul(a, qB, sa, s_B, backend), "b c g (r p) n -> b c (g r) p n", p=p)
+    # state passing: decay as a fixed-point number (integer multiply, then a shift by k), fp32 accumulation
+    dq = torch.round(torch.exp(dA[..., -1]) * 2.0 ** decay_bits)  # (b, h, c) integers in [0, 2^k]
+    shift = 2.0 ** -decay_bits
+    state, starts = torch.zeros_like(chunk_states[:, 0]), []
+    for c in range(nc):
+        starts.append(state)
+        state = (dq[:, :, c, None, None] * state) * shift + chunk_states[:, c]
+    states = torch.stack(starts, dim=1)  # (b, c, h, p, n)
+    qS = quantize(states, scales.states[:, :, None])
+    # what the entering state gives: Q(C) Q(S)ᵀ in INT8, times the decay from the chunk's start (float)
+    bS = rearrange(qS, "b c (g r) p n -> b c g n (r p)", g=g)
+    sS = rearrange(scales.states, "(g r) p -> g 1 (r p)", g=g)
+    y_off = rearrange(qmatmul(qC, bS, s_C, sS, backend), "b c g q (r p) -> b c q (g r) p", p=p)
+    y_off = y_off * rearrange(torch.exp(dA), "b h c q -> b c q h 1")
+    # inside the chunk: (CB ⊙ L ⊙ dt) x on the INT8 codes, in float
+    seg = dA[..., :, None] - dA[..., None, :]  # (b, h, c, q, q)
+    seg = torch.exp(seg.masked_fill(~torch.ones(q, q, dtype=torch.bool).tril(), float("-inf")))
+    scores = dequantize(qCB, scales.CB[:, None, None]).repeat_interleave(h // g, dim=2)  # (b, c, h, q, q)
+    scores = scores * rearrange(seg, "b h c i j -> b c h i j") * rearrange(dtc, "b h c j -> b c h 1 j")
+    y = torch.einsum("bchij,bcjhp->bcihp", scores, xd) + y_off + D[:, None] * xd
+    if held is not None:
+        for name, t in (("x", qx), ("B", qB), ("C", qC), ("CB", qCB), ("xs", qxs), ("chunk_states", chunk_states),
+                        ("states", qS)):
+            held[name] = (t.numel(), t.element_size())
+    return y.reshape(b, -1, h, p)[:, :L]
+
+
+def ssd_variant(variant: str, x, dt, A, B, C, D, scales: SSDScales | None, chunk_size: int, *,
+                decay_bits: int = 7, backend: str = "int", held: dict | None = None) -> torch.Tensor:
+    """One layer's SSD output ``(b, L, heads, headdim)`` under ``variant`` (:data:`VARIANTS`; the correction is
+    added by the caller). Arguments as for :func:`ssd_int8`; ``scales`` are the axis-aware ones (unused by
+    ``fp32``; ``input_only`` takes the largest of each of x, B, C: one scale per tensor)."""
+    if variant == "fp32":
+        return kernels.ssd(x, dt, A, B, C, chunk_size, D=D)
+    if variant == "input_only":  # Quamba-style: x, B, C per tensor at the SSD's entry, everything after in float
+        s = {k: getattr(scales, k).max() for k in ("x", "B", "C")}
+        hooks = {k: (lambda t, k=k: fake_quant(t, s[k])) for k in s}
+        return kernels.ssd(x, dt, A, B, C, chunk_size, D=D, hooks=hooks)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not allowed; allowed: {', '.join(VARIANTS)}")
+    if variant == "per_tensor":
+        scales = scales.per_tensor()
+    return ssd_int8(x, dt, A, B, C, D, scales, chunk_size=chunk_size, decay_bits=decay_bits, backend=backend,
+                    held=held)

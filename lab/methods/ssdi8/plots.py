@@ -1,0 +1,184 @@
+"""HoloViews plots for SSDi8 (notebook ``10_ssdi8`` and the ssdi8 tab of the ``inr`` dashboard), and the notebook's
+discussion built from the Dataset."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE, curve_opts
+
+VARIANT_STYLE = {
+    "fp32": {"color": "black", "label": "FP32"},
+    "input_only": {"color": "#777777", "label": "input only (Quamba-style)"},
+    "per_tensor": {"color": PALETTE[1], "label": "INT8 SSD, per tensor"},
+    "axis_aware": {"color": PALETTE[3], "label": "INT8 SSD, axis-aware"},
+    "ssdi8": {"color": PALETTE[0], "label": "SSDi8 (axis-aware + correction)"},
+    "shuffled": {"color": PALETTE[5], "label": "correction on shuffled channels"},
+}
+WEIGHTS_LABEL = {"fp32": "FP32 projections", "w8a8": "W8A8", "w4a8": "W4A8"}
+
+
+def _label(variant: str) -> str:
+    return VARIANT_STYLE.get(variant, {"label": variant})["label"]
+
+
+def _colours() -> dict:
+    return {s["label"]: s["color"] for s in VARIANT_STYLE.values()}
+
+
+def _log_range(values) -> tuple[float, float]:
+    """y limits of a log axis showing every positive value (spikes start at the lower limit, not at 0)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return (1e-3, 1.0)
+    return (float(v.min()) / 2, float(v.max()) * 2)
+
+
+def perplexity_bars(table: xr.Dataset) -> hv.Bars:
+    """Evaluation perplexity per SSD variant and weight setting (a run's Dataset or :func:`live.quant_table`)."""
+    rows = [(WEIGHTS_LABEL.get(str(w), str(w)), _label(str(v)), float(table.perplexity.sel(variant=v, weights=w)))
+            for w in table.weights.values for v in table.variant.values]
+    variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
+    fp = float(table.perplexity.sel(variant="fp32", weights="fp32"))
+    return hv.Bars(rows, ["weights", variant], "perplexity").opts(
+        title=f"evaluation perplexity (FP32: {fp:.3f})", color=hv.dim("variant").categorize(_colours()),
+        tools=["hover"], width=720, height=360, xrotation=0, show_legend=False,
+        ylim=(0.98 * min(r[2] for r in rows), None))
+
+
+def error_bars(table: xr.Dataset) -> hv.Bars:
+    """SSD output error against the float model (mean over layers; log scale) per variant and weight setting."""
+    err = table.ssd_error.mean("layer") if "layer" in table.ssd_error.dims else table.ssd_error
+    rows = [(WEIGHTS_LABEL.get(str(w), str(w)), _label(str(v)), max(float(err.sel(variant=v, weights=w)), 1e-12))
+            for w in table.weights.values for v in table.variant.values if v != "fp32" or w != "fp32"]
+    variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
+    return hv.Bars(rows, ["weights", variant], "relative error").opts(
+        title="SSD output error Σ|Y' - Y|² / Σ|Y|² (mean over layers)", logy=True,
+        color=hv.dim("variant").categorize(_colours()), tools=["hover"], width=720, height=360,
+        show_legend=False, ylim=_log_range([r[2] for r in rows]))
+
+
+def channel_ranges(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:
+    """Calibration amax of the SSD input per channel (largest over chunks), the injected outlier channels marked;
+    the dashed line is the one range a per-tensor scale has to cover."""
+    amax = ds.x_amax.sel(layer=layer).max("chunk").values
+    out = ds.outlier.sel(layer=layer).values > 1
+    ch = ds.channel.values
+    items = [hv.Spikes((ch[~out], amax[~out]), "channel", "amax", label="channels").opts(color=PALETTE[0]),
+             hv.Scatter((ch[out], amax[out]), "channel", "amax", label="injected outliers").opts(
+                 color=PALETTE[1], size=8, marker="triangle"),
+             hv.HLine(float(amax.max())).opts(color=PALETTE[1], line_dash="dashed", line_width=1)]
+    return hv.Overlay(items).opts(title=f"layer {layer}: range of x per channel (one scale each, axis-aware)",
+                                  logy=True, legend_position="top_right", **curve_opts(ylim=_log_range(amax)))
+
+
+def chunk_ranges(ds: xr.Dataset, layer: int = 0) -> hv.HeatMap:
+    """Calibration amax of the SSD input per (chunk, channel), relative to each channel's largest: how much a scale
+    per chunk gains over one per channel."""
+    a = ds.x_amax.sel(layer=layer)
+    rel = (a / a.max("chunk")).values
+    rows = [(int(c), int(p), float(rel[i, j])) for i, c in enumerate(ds["chunk"].values)
+            for j, p in enumerate(ds.channel.values)]
+    return hv.HeatMap(rows, ["channel", "chunk"], "amax / channel max").opts(
+        title=f"layer {layer}: range of x per chunk (relative to the channel's largest)", cmap="viridis",
+        colorbar=True, width=720, height=260, tools=["hover"])
+
+
+def correction_profile(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:
+    """The correction's c* per SSD output channel (the calibration mean of Y - Y'), for each weight setting."""
+    items = []
+    for k, w in enumerate(ds.weights.values):
+        items.append(hv.Curve((ds.channel.values, ds.correction.sel(layer=layer, weights=w).values), "channel",
+                              "c*", label=WEIGHTS_LABEL.get(str(w), str(w))).opts(color=PALETTE[k % len(PALETTE)]))
+    return hv.Overlay(items).opts(title=f"layer {layer}: correction c* per channel (before the coefficient "
+                                        f"{ds.attrs['correction_scale']:g})", legend_position="top_right",
+                                  **curve_opts())
+
+
+def cpu_costs(ds: xr.Dataset) -> hv.Bars:
+    """CPU wall time of the SSD, in_proj and the whole model: float32, INT8 (torch._int_mm) and fake-quant."""
+    labels = {"fp32": "float32", "int8": "INT8 (torch._int_mm)", "fake_quant": "fake-quant twin"}
+    colours = {"float32": "black", "INT8 (torch._int_mm)": PALETTE[0], "fake-quant twin": "#999999"}
+    rows = [(str(op), labels[str(i)], 1e3 * float(ds.cpu_time.sel(op=op, impl=i)))
+            for op in ds.op.values for i in ds.impl.values]
+    impl = hv.Dimension("implementation", values=list(labels.values()))
+    return hv.Bars(rows, ["operation", impl], "ms").opts(
+        title=f"CPU wall time ({ds.attrs['threads']} thread(s), load {ds.attrs['load_before']:.1f}); no GPU figure",
+        logy=True, color=hv.dim("implementation").categorize(colours), tools=["hover"], width=620, height=340,
+        show_legend=False, ylim=_log_range([r[2] for r in rows]))
+
+
+def training_curve(ds: xr.Dataset) -> hv.Curve:
+    """The language model's training loss."""
+    return hv.Curve((ds.step.values, ds.train_loss.values), "step", "loss (nats/char)").opts(
+        title="training loss (Mamba-2, Python standard-library characters)", color=PALETTE[0],
+        **curve_opts(logy=True))
+
+
+def activation_ranges(values: xr.DataArray) -> hv.Overlay:
+    """amax of the activation per index along its axis (:func:`live.activations`), and the per-tensor amax."""
+    axis = values.dims[0]
+    a = np.abs(values).max("sample").values
+    idx = values[axis].values
+    return hv.Overlay([
+        hv.Spikes((idx, a), axis, "amax").opts(color=PALETTE[0], line_width=2),
+        hv.HLine(float(a.max())).opts(color=PALETTE[1], line_dash="dashed", line_width=1),
+    ]).opts(title=f"{values.attrs.get('tensor', '')}: range per {axis} (dashed: one scale per tensor)", logy=True,
+            **curve_opts(ylim=_log_range(a)))
+
+
+def activation_histogram(values: xr.DataArray, index: int | None = None, bins: int = 80) -> hv.Histogram:
+    """Histogram of the activation's values (all indices, or one index along its axis), log counts."""
+    axis = values.dims[0]
+    v = values.values.ravel() if index is None else values.isel({axis: index}).values.ravel()
+    counts, edges = np.histogram(v, bins=bins)
+    where = "all" if index is None else f"{axis} {int(values[axis].values[index])}"
+    name = values.attrs.get("tensor", "value")
+    return hv.Histogram((edges, np.maximum(counts, 0.5)), kdims=[name], vdims=["count"]).opts(
+        title=f"{values.attrs.get('tensor', '')} values ({where})", logy=True, color=PALETTE[0], line_alpha=0,
+        width=560, height=300, tools=["hover"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The notebook's discussion: its numbers read from the Dataset.
+# ------------------------------------------------------------------------------------------------------------------
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    fp = float(ds.loss.sel(variant="fp32", weights="fp32"))
+    rise = lambda v, w: 100 * (float(ds.loss.sel(variant=v, weights=w)) / fp - 1)  # noqa: E731
+    w = ds.attrs["correction_weights"]
+    err = ds.ssd_error.mean("layer")
+    t = ds.cpu_time
+    ratio = {op: float(t.sel(op=op, impl="int8") / t.sel(op=op, impl="fp32")) for op in t.op.values}
+    mem = float(ds.ssd_bytes.sel(path="int8") / ds.ssd_bytes.sel(path="fp32"))
+    return "\n".join([
+        f"- **Model.** {ds.sizes['layer']} Mamba-2 layers trained to {ds.attrs['train_final_loss']:.3f} nats/char "
+        f"(last tenth of training; {ds.attrs['train_time_s']:.0f} s when trained"
+        f"{', loaded from the cache' if ds.attrs['from_cache'] else ''}); evaluation on "
+        f"{ds.attrs['eval_chars']} characters of {ds.attrs['files_eval']} held-out files: {fp:.4f} nats/char, "
+        f"calibration on {ds.attrs['calib_chars']} characters of other files.",
+        f"- **The SSD in INT8** (projections in float): axis-aware scales with the correction change the loss by "
+        f"{rise('ssdi8', 'fp32'):+.3f}%, one scale per tensor by {rise('per_tensor', 'fp32'):+.2f}%, Quamba-style "
+        f"input-only quantisation by {rise('input_only', 'fp32'):+.2f}%. The injected outlier channels "
+        f"(x{ds.attrs['outlier_scale']:g}, {ds.attrs['outlier_channels']} per layer) leave a per-tensor scale a few "
+        "levels for every other channel; a scale per (chunk, head, headdim) does not care.",
+        f"- **SSD output error** (mean over layers, at FP32 projections): per tensor "
+        f"{float(err.sel(variant='per_tensor', weights='fp32')):.2e}, axis-aware "
+        f"{float(err.sel(variant='axis_aware', weights='fp32')):.2e}, SSDi8 "
+        f"{float(err.sel(variant='ssdi8', weights='fp32')):.2e}.",
+        f"- **Correction** at {w}: error {float(err.sel(variant='axis_aware', weights=w)):.3e} without, "
+        f"{float(err.sel(variant='ssdi8', weights=w)):.3e} with (coefficient {ds.attrs['correction_scale']:g}), "
+        f"{float(ds.ssd_error_full_correction.sel(weights=w).mean()):.3e} with the whole mean (coefficient 1), "
+        f"{float(err.sel(variant='shuffled', weights=w)):.3e} with the values on shuffled channels. The "
+        "correction can remove only the mean part of the error; round-to-nearest codes leave little of it.",
+        f"- **CPU.** INT8 / float32 wall time: SSD x{ratio['ssd']:.2f}, in_proj x{ratio['in_proj']:.2f}, whole "
+        f"model x{ratio['model']:.2f} (torch {ds.attrs['torch']}, {ds.attrs['threads']} thread(s), load "
+        f"{ds.attrs['load_before']:.1f} on {ds.attrs['cpu_count']} CPUs): the INT8 SSD is "
+        f"{'slower' if ratio['ssd'] > 1 else 'faster'} than float32 here; torch's CPU int8 product is called once "
+        "per (batch, chunk) block of these small matrices. The paper's speed-up is a GPU kernel's and is not "
+        f"claimed here. Bytes held between the SSD's stages: x{mem:.2f} of float32 (the chunk states "
+        f"stay fp32); the INT8 path and its fake-quant twin agree to {float(ds.twin_difference):.1e} (relative).",
+    ])

@@ -1,0 +1,76 @@
+"""What a dashboard (the ``unlearning`` app) or a notebook computes besides ``run``: one variant's accuracy matrix
+over the tasks, for one profile, seed and memory share; cached on disk (:func:`lab.cache.cached_state`) and memoised
+in the process (:func:`lab.cache.memo`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from lab.cache import cached_state, memo
+from lab.checks import check_choice, check_real
+from lab.core.runtime import threads
+from lab.methods.wsc.config import Config
+from lab.methods.wsc.model import VARIANTS
+from lab.methods.wsc.train import First, first_task, stream_for, train_stream
+
+__all__ = ["VARIANT_NAMES", "accuracy_matrix", "config"]
+
+#: the variants a view can ask for
+VARIANT_NAMES = tuple(VARIANTS)
+#: bump when the training changes (invalidates the cached matrices)
+VERSION = 1
+
+
+def config(profile: str = "quick") -> Config:
+    """The profile's Config."""
+    return Config.from_profile(profile)
+
+
+@memo(8)
+def _first(cfg: Config, seed: int) -> First:
+    return first_task(cfg, stream_for(cfg, seed), seed)
+
+
+@memo(32)
+def accuracy_matrix(profile: str = "quick", variant: str = "wsc", share: float | None = None,
+                    seed: int | None = None) -> xr.DataArray:
+    """The accuracy matrix of one variant on one seed's stream: ``R[after, task]``, test accuracy (%) on ``task``
+    after training ``after``.
+
+    Arguments:
+        profile: ``ci``, ``quick`` or ``full`` (the stream, the model and the step budget).
+        variant: ``replay``, ``reset``, ``swa``, ``wsc`` or ``replay_b``.
+        share: the replay memory share in [0, 1] (default: the profile's claim share).
+        seed: the seed (default: the profile's first).
+
+    Returns:
+        DataArray ``(after, task)`` in %, with attrs ``acc``, ``bwt``, ``plasticity`` (the run's metrics, %),
+        ``variant``, ``share``, ``seed``, ``train_cpu_time`` (s).
+    """
+    check_choice("variant", variant, VARIANT_NAMES)
+    if share is not None:
+        share = check_real("share", share, 0.0, 1.0)
+    cfg = Config.from_profile(profile, **({} if share is None else {"claim_share": share,
+                                                                     "replay_shares": (share,)}))
+    share = cfg.claim_share
+    seed = cfg.seed if seed is None else int(seed)
+    key = {"config": cfg.to_dict(), "variant": variant, "share": share, "seed": seed, "version": VERSION}
+
+    def build() -> dict:
+        with threads(cfg.threads):
+            out = train_stream(cfg, stream_for(cfg, seed), seed, _first(cfg, seed), variant, share)
+        return {"R": out["R"], "cpu": out["compute"].cpu_s}
+
+    state, _ = cached_state("wsc", f"matrix-{variant}", key, build)
+    R = np.asarray(state["R"], dtype=float)
+    T = len(R)
+    from lab.core.continual import metrics, plasticity
+
+    met = metrics(R)
+    return xr.DataArray(R, dims=("after", "task"), coords={"after": np.arange(T), "task": np.arange(T)},
+                        name="accuracy", attrs={"units": "%", "long_name": "test accuracy on each task after "
+                                                "training each task", "variant": variant, "share": share,
+                                                "seed": seed, "acc": met.acc, "bwt": met.bwt,
+                                                "plasticity": float(plasticity(R)[1:].mean()),
+                                                "train_cpu_time": float(state["cpu"])})

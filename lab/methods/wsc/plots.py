@@ -1,0 +1,163 @@
+"""HoloViews plots for WSC results (notebook ``16_wsc``, the ``unlearning`` dashboard), and the notebook's
+discussion built from the Dataset."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.style import PALETTE, curve_opts
+
+__all__ = ["VARIANT_STYLE", "accuracy_matrix", "accuracy_vs_memory", "cost", "discussion", "last_task_loss",
+           "stability_plasticity"]
+
+VARIANT_STYLE = {
+    "replay": {"color": "black", "label": "replay", "marker": "square"},
+    "reset": {"color": PALETTE[1], "label": "reset only", "marker": "triangle"},
+    "swa": {"color": PALETTE[2], "label": "averaging only", "marker": "diamond"},
+    "wsc": {"color": PALETTE[0], "label": "WSC (reset + averaging)", "marker": "circle"},
+    "replay_b": {"color": "#999999", "label": "replay, other batch order", "marker": "x"},
+}
+
+
+def _label(variant: str) -> str:
+    return VARIANT_STYLE.get(variant, {"label": variant})["label"]
+
+
+def accuracy_vs_memory(ds: xr.DataArray | xr.Dataset) -> hv.Overlay:
+    """Final average accuracy (ACC) against the replay memory share for every variant: mean over seeds with a
+    min-max band, and full retraining as the dashed upper reference (the paper's main figure)."""
+    items = []
+    shares = ds.share.values
+    for variant in ("replay", "reset", "swa", "wsc"):
+        st = VARIANT_STYLE[variant]
+        a = ds.acc.sel(variant=variant)
+        mean, lo, hi = a.mean("seed").values, a.min("seed").values, a.max("seed").values
+        items.append(hv.Area((shares, lo, hi), "memory share", ["ACC low", "ACC high"]).opts(
+            color=st["color"], alpha=0.12, line_alpha=0))
+        items.append(hv.Curve((shares, mean), "memory share", "ACC (%)", label=st["label"]).opts(
+            color=st["color"], line_width=2))
+        items.append(hv.Scatter((shares, mean), "memory share", "ACC (%)", label=st["label"]).opts(
+            color=st["color"], marker=st["marker"], size=9, tools=["hover"]))
+    joint = float(ds.joint_accuracy.mean())
+    items.append(hv.HLine(joint, label="full retraining").opts(color="#777777", line_dash="dashed"))
+    n = ds.sizes["seed"]
+    return hv.Overlay(items).opts(title=f"final average accuracy against memory ({n} seeds, band min-max; dashed: "
+                                        f"full retraining {joint:.1f}%)", legend_position="bottom_right",
+                                  **curve_opts(width=640, height=380))
+
+
+def accuracy_matrix(R: xr.DataArray, title: str | None = None) -> hv.HeatMap:
+    """The accuracy matrix as a heat map: row ``after`` (task just trained) against column ``task`` (task tested).
+
+    Arguments:
+        R: ``(after, task)`` accuracies in %, e.g. ``ds.accuracy_matrix.sel(share=0.8, variant="wsc").mean("seed")``
+            or :func:`lab.methods.wsc.live.accuracy_matrix`.
+    """
+    if set(R.dims) != {"after", "task"}:
+        raise ValueError(f"R must have dims (after, task), got {R.dims}")
+    R = R.transpose("after", "task")
+    after, task = np.meshgrid(R.after.values, R.task.values, indexing="ij")
+    data = (task.ravel().astype(str), after.ravel().astype(str), R.values.ravel())
+    heat = hv.HeatMap(data, ["task tested", "after training task"], "accuracy (%)")
+    labels = hv.Labels({"task tested": task.ravel().astype(str), "after training task": after.ravel().astype(str),
+                        "text": [f"{v:.0f}" for v in R.values.ravel()]}, ["task tested", "after training task"],
+                       "text")
+    return (heat.opts(cmap="Blues", clim=(0, 100), colorbar=True, tools=["hover"], invert_yaxis=True)
+            * labels.opts(text_font_size="9pt")).opts(title=title or "accuracy matrix", width=420, height=360)
+
+
+def stability_plasticity(ds: xr.Dataset, share: float | None = None) -> hv.Overlay:
+    """Backward transfer against newest-task accuracy at one memory share: one point per seed and variant, the
+    means large. Up is stabler (less forgetting), right is more plastic."""
+    share = float(ds.attrs["claim_share"]) if share is None else share
+    items = []
+    for variant, st in VARIANT_STYLE.items():
+        p, b = ds.plasticity.sel(share=share, variant=variant), ds.bwt.sel(share=share, variant=variant)
+        if not np.isfinite(p.values).any():
+            continue
+        items.append(hv.Scatter((p.values, b.values), "newest-task accuracy (%)", "BWT (%)").opts(
+            color=st["color"], marker=st["marker"], size=6, alpha=0.5))
+        items.append(hv.Scatter(([float(p.mean())], [float(b.mean())]), "newest-task accuracy (%)", "BWT (%)",
+                                label=st["label"]).opts(color=st["color"], marker=st["marker"], size=14,
+                                                        tools=["hover"]))
+    return hv.Overlay(items).opts(title=f"stability against plasticity at memory share {share:g}",
+                                  legend_position="bottom_left", **curve_opts())
+
+
+def last_task_loss(ds: xr.Dataset, share: float | None = None, seed: int | None = None) -> hv.Overlay:
+    """Training loss on the last task (one seed): the reset's jump and the averaging phase, with its start
+    marked."""
+    share = float(ds.attrs["claim_share"]) if share is None else share
+    sub = ds.last_task_loss.sel(share=share)
+    sub = sub.isel(seed=0) if seed is None else sub.sel(seed=seed)
+    items = []
+    for variant in ("replay", "reset", "swa", "wsc"):
+        st = VARIANT_STYLE[variant]
+        items.append(hv.Curve((sub.step.values, sub.sel(variant=variant).values), "step", "loss",
+                              label=st["label"]).opts(color=st["color"], line_width=1.5))
+    start = int(round(float(ds.attrs["reset_at"]) * ds.sizes["step"]))
+    items.append(hv.VLine(start).opts(color="#777777", line_dash="dotted"))
+    return hv.Overlay(items).opts(title=f"training loss on the last task (reset and averaging from step {start})",
+                                  legend_position="top_right", **curve_opts())
+
+
+def cost(ds: xr.Dataset) -> hv.Bars:
+    """Training CPU time of tasks 1.. per variant at the claim share (mean over seeds), with equal step budgets."""
+    share = float(ds.attrs["claim_share"])
+    rows = []
+    for variant in VARIANT_STYLE:
+        t = ds.train_cpu_time.sel(share=share, variant=variant)
+        if np.isfinite(t.values).any():
+            rows.append((_label(variant), float(t.mean())))
+    return hv.Bars(rows, "variant", "CPU seconds").opts(
+        title=f"training CPU time (tasks 1.., {int(ds.train_steps.max())} steps each run)", tools=["hover"],
+        width=560, height=340, xrotation=20, color=PALETTE[0])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The notebook's discussion: its numbers read from the Dataset.
+# ------------------------------------------------------------------------------------------------------------------
+def _spread(values) -> str:
+    values = np.asarray(values, float).ravel()
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return f"{values.mean():.2f}"
+    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
+
+
+def discussion(ds: xr.Dataset) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    share = float(ds.attrs["claim_share"])
+    at = ds.sel(share=share)
+
+    def gain(var, a, b="replay"):
+        return _spread(at[var].sel(variant=a).values - at[var].sel(variant=b).values)
+
+    by_share = ", ".join(
+        f"{s:g}: {float((ds.acc.sel(share=s, variant='wsc') - ds.acc.sel(share=s, variant='replay')).mean()):+.2f}"
+        for s in ds.share.values)
+    cpu = at.train_cpu_time.sel(variant="wsc").values / at.train_cpu_time.sel(variant="replay").values
+    return "\n".join([
+        f"- **Accuracy** at memory share {share:g} (ACC, %): replay {_spread(at.acc.sel(variant='replay'))}, WSC "
+        f"{_spread(at.acc.sel(variant='wsc'))}; full retraining {_spread(ds.joint_accuracy.mean('task'))}. "
+        f"WSC minus replay per seed: {gain('acc', 'wsc')}; a second replay run with another batch order minus "
+        f"replay: {gain('acc', 'replay_b')} (what chance alone moves).",
+        f"- **WSC minus replay at each memory share** (mean over seeds, pt): {by_share}.",
+        f"- **Memory against plasticity** (%): replay's newest-task accuracy falls from "
+        f"{_spread(ds.plasticity.sel(share=ds.share.min(), variant='replay'))} at memory share "
+        f"{float(ds.share.min()):g} to {_spread(at.plasticity.sel(variant='replay'))} at {share:g}, while its BWT "
+        f"rises from {_spread(ds.bwt.sel(share=ds.share.min(), variant='replay'))} to "
+        f"{_spread(at.bwt.sel(variant='replay'))}: the paper's shift from stability to plasticity.",
+        f"- **Plasticity** (newest-task accuracy, gain over replay, pt): reset only {gain('plasticity', 'reset')}, "
+        f"averaging only {gain('plasticity', 'swa')}, WSC {gain('plasticity', 'wsc')}.",
+        f"- **Stability** (BWT gain over replay, pt): averaging only {gain('bwt', 'swa')}, reset only "
+        f"{gain('bwt', 'reset')}, WSC {gain('bwt', 'wsc')}.",
+        f"- **Resets** kept {float(np.nanmean(at.reset_kept.sel(variant='wsc'))):.0%} of the weights, holding "
+        f"{float(np.nanmean(at.reset_score_mass.sel(variant='wsc'))):.0%} of the importance |m|·v.",
+        f"- **Cost**: every run took {int(at.train_steps.max())} optimiser steps on tasks 1..; WSC's CPU time was "
+        f"{_spread(cpu)} x replay's.",
+        f"- {ds.sizes['seed']} seed(s) of a {ds.attrs['stream']} stream of {ds.attrs['n_tasks']} tasks, "
+        f"{ds.attrs['steps_per_task']} steps per task.",
+    ])

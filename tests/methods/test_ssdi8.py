@@ -1,0 +1,264 @@
+"""SSDi8: the quantisers and the int8 product against their fake-quant twin, the INT8 SSD against the float kernel
+(axis-aware close, per-tensor broken by an outlier channel, fixed-point decay), the language model's quantised
+forward (the float path equals CausalLM; outliers preserve the function; the correction removes the calibration
+mean), the corpus splits, bad input, the ci run's claims and the dashboard's live API."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+import kernels
+from lab.cli import cli
+from lab.config import ConfigError
+from lab.methods.ssdi8 import lm as LM
+from lab.methods.ssdi8 import model as M
+from lab.methods.ssdi8 import quant as Q
+from lab.methods.ssdi8 import train as T
+from lab.methods.ssdi8.claims import CLAIMS
+from lab.methods.ssdi8.config import Config
+
+
+def _ssd_inputs(b=2, L=64, h=4, p=8, g=1, n=8, seed=0, outlier=None):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, L, h, p, generator=gen)
+    if outlier is not None:
+        x[..., 0, 0] *= outlier  # one channel far larger than the rest
+    dt = torch.nn.functional.softplus(torch.randn(b, L, h, generator=gen) - 2)
+    A = -torch.rand(h, generator=gen) * 4 - 0.5
+    B, C = torch.randn(b, L, g, n, generator=gen), torch.randn(b, L, g, n, generator=gen)
+    D = torch.randn(h, generator=gen)
+    return x, dt, A, B, C, D
+
+
+def _rel(a, b):
+    return float(((a - b) ** 2).sum() / (b ** 2).sum())
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# quantisers and the int8 product
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bits", [4, 8])
+def test_quantize_rounds_to_the_nearest_code_and_saturates(bits):
+    t = torch.linspace(-3, 3, 1001)
+    s = Q.scale_of(torch.tensor(2.0), bits)  # amax 2: values beyond saturate
+    q = Q.quantize(t, s, bits)
+    assert q.dtype == torch.int8 and int(q.abs().max()) == Q.qmax(bits)
+    inside = t.abs() <= 2
+    assert float((Q.dequantize(q, s) - t)[inside].abs().max()) <= float(s) / 2 + 1e-6
+    assert torch.equal(Q.dequantize(q, s)[~inside].abs(), torch.full_like(t[~inside], float(s) * Q.qmax(bits)))
+
+
+def test_amax_keeps_the_named_axes():
+    t = torch.arange(24.0).reshape(2, 3, 4) - 5
+    np.testing.assert_array_equal(Q.amax(t, (1,)).numpy(), t.abs().amax((0, 2)).numpy())
+    np.testing.assert_array_equal(Q.amax(t, (2, 0)).numpy(), t.abs().amax(1).T.numpy())
+    assert float(Q.amax(t)) == 18.0
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 7, 3), (3, 17, 32, 9), (2, 1, 16, 33)])
+def test_int_mm_equals_its_fake_quant_twin_bit_for_bit(shape):
+    """int8 x int8 -> int32 by torch._int_mm (any sizes on this CPU, no multiple-of-8 padding needed) against float
+    products of the codes: the same numbers; and within float rounding of the dequantise-first product."""
+    bsz, m, k, n = shape
+    gen = torch.Generator().manual_seed(1)
+    qa = torch.randint(-127, 128, (bsz, m, k), generator=gen, dtype=torch.int8)
+    qb = torch.randint(-127, 128, (bsz, k, n), generator=gen, dtype=torch.int8)
+    sa, sb = torch.rand(bsz, m, 1, generator=gen) + 0.1, torch.rand(1, 1, n, generator=gen) + 0.1
+    out = Q.qmatmul(qa, qb, sa, sb, "int")
+    assert torch.equal(out, Q.qmatmul(qa, qb, sa, sb, "fake"))
+    exact = (qa.double() @ qb.double()) * sa.double() * sb.double()
+    torch.testing.assert_close(out.double(), exact, rtol=1e-6, atol=0)
+    textbook = (qa.float() * sa) @ (qb.float() * sb)  # float rounding, amplified where the sum cancels
+    torch.testing.assert_close(out, textbook, rtol=0, atol=1e-5 * float(out.abs().max()))
+    with pytest.raises(ValueError, match="backend="):
+        Q.qmatmul(qa, qb, sa, sb, "fp8")
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_qlinear_is_close_to_the_float_layer(bits):
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(24, 40, bias=False)
+    x = torch.randn(3, 11, 24)
+    ql = Q.QLinear.from_linear(lin, bits, Q.amax(x))
+    y = ql(x, "int")
+    assert y.shape == (3, 11, 40) and torch.equal(y, ql(x, "fake"))
+    assert _rel(y, lin(x).detach()) < (1e-3 if bits == 8 else 3e-2)
+    assert ql.weight_t.dtype == torch.int8 and int(ql.weight_t.abs().max()) <= Q.qmax(bits)
+    assert ql.nbytes < lin.weight.nbytes / 3
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the INT8 SSD
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("L,g", [(64, 1), (50, 2)])
+def test_axis_aware_int8_ssd_is_close_to_the_float_kernel(L, g):
+    x, dt, A, B, C, D = _ssd_inputs(L=L, g=g)
+    scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
+    ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
+    y = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=12)
+    assert y.shape == ref.shape
+    assert _rel(y, ref) < 2e-4
+    assert torch.equal(y, M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=12, backend="fake"))
+
+
+def test_an_outlier_channel_breaks_per_tensor_scales_but_not_axis_aware_ones():
+    x, dt, A, B, C, D = _ssd_inputs(outlier=50.0)
+    scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
+    ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
+    err = {v: _rel(M.ssd_variant(v, x, dt, A, B, C, D, scales, 16)[..., 1:, :], ref[..., 1:, :])
+           for v in ("input_only", "per_tensor", "axis_aware")}  # the heads without the outlier channel
+    assert err["axis_aware"] < 1e-3
+    assert err["per_tensor"] > 10 * err["axis_aware"] and err["input_only"] > 10 * err["axis_aware"]
+    full = scales.per_tensor()
+    assert full.x.shape == scales.x.shape and float(full.x.min()) == float(scales.x.max())
+
+
+def test_input_only_quantises_x_B_C_once_per_tensor():
+    x, dt, A, B, C, D = _ssd_inputs(seed=3)
+    scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
+    s = {k: getattr(scales, k).max() for k in ("x", "B", "C")}
+    expect = kernels.ssd(Q.fake_quant(x, s["x"]), dt, A, Q.fake_quant(B, s["B"]), Q.fake_quant(C, s["C"]), 16, D=D)
+    torch.testing.assert_close(M.ssd_variant("input_only", x, dt, A, B, C, D, scales, 16), expect)
+    with pytest.raises(ValueError, match="variant="):
+        M.ssd_variant("fp16", x, dt, A, B, C, D, scales, 16)
+
+
+def test_the_fixed_point_decay_costs_precision_as_its_bits_shrink():
+    x, dt, A, B, C, D = _ssd_inputs(L=128, seed=4)
+    scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
+    ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
+    err = [_rel(M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=k), ref) for k in (2, 4, 12)]
+    assert err[0] > err[1] > err[2]
+
+
+def test_the_int8_path_holds_int8_between_stages():
+    x, dt, A, B, C, D = _ssd_inputs()
+    held = {}
+    M.ssd_int8(x, dt, A, B, C, D, M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16)), chunk_size=16, held=held)
+    assert {k for k, (_, size) in held.items() if size == 1} == {"x", "B", "C", "CB", "xs", "states"}
+    assert held["chunk_states"][1] == 4  # accumulated in fp32
+    assert held["x"][0] == x.numel()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the language model
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = Config.from_profile("ci", use_cache=False, d_model=32, headdim=16, chunk_size=16, seq_len=48)
+    torch.manual_seed(0)
+    model = T.build_model(cfg).eval()
+    gen = torch.Generator().manual_seed(5)
+    calib = torch.randint(32, 127, (6, 48), generator=gen)
+    return cfg, model, calib
+
+
+def test_float_forward_equals_the_causal_lm_and_outliers_preserve_the_function(tiny):
+    cfg, model, calib = tiny
+    plain = [LM.LayerQuant(outlier=torch.ones(4, 16)) for _ in range(cfg.n_layers)]
+    spiky = [LM.LayerQuant(outlier=M.outlier_vector(64, 3, 100.0, k).reshape(4, 16)) for k in range(cfg.n_layers)]
+    with torch.no_grad():
+        ref = model(calib)
+        torch.testing.assert_close(LM.forward(model, calib, plain, chunk_size=16), ref, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(LM.forward(model, calib, spiky, chunk_size=16), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_calibration_and_the_correction(tiny):
+    cfg, model, calib = tiny
+    quant, c_star = LM.quantise(model, calib, outlier_channels=2, outlier_scale=20.0, weight_bits=(8, 4), coef=1.0,
+                                chunk_size=16)
+    assert set(c_star) == {"fp32", "w8a8", "w4a8"} and c_star["w4a8"][0].shape == (4, 16)
+    assert quant[0].scales.x.shape == (3, 4, 16) and quant[0].scales.states.shape == (4, 16)
+    assert int((quant[0].outlier > 1).sum()) == 2
+    # with coefficient 1 the correction removes layer 0's calibration mean error (layer 0 sees no earlier correction)
+    before = LM.Recorder(cfg.n_layers, compare=True)
+    after = LM.Recorder(cfg.n_layers, compare=True)
+    LM.forward(model, calib, quant, "axis_aware", "w4a8", chunk_size=16, recorder=before)
+    LM.forward(model, calib, quant, "ssdi8", "w4a8", chunk_size=16, recorder=after)
+    mean_before = before.diff[0] / before.count
+    torch.testing.assert_close(mean_before.float(), c_star["w4a8"][0], rtol=1e-4, atol=1e-7)
+    assert float((after.diff[0] / after.count).abs().max()) < 1e-4 * float(mean_before.abs().max()) + 1e-7
+    assert after.err[0] < before.err[0]
+    shuffled = quant[0].correction_for("shuffled", "w4a8")
+    assert torch.equal(shuffled.flatten().sort().values, quant[0].correction["w4a8"].flatten().sort().values)
+    assert quant[0].correction_for("axis_aware", "w4a8") is None
+    # int8 and fake-quant agree through the whole model
+    a = LM.forward(model, calib, quant, "ssdi8", "w8a8", chunk_size=16, backend="int")
+    assert torch.equal(a, LM.forward(model, calib, quant, "ssdi8", "w8a8", chunk_size=16, backend="fake"))
+
+
+def test_corpus_splits_are_disjoint_sorted_and_ascii():
+    files = T.corpus_files()
+    assert len(files) > 100 and files == T.corpus_files()  # deterministic
+    names = [f.name for f in files]
+    assert "os.py" in names and not any("site-packages" in f.parts for f in files)
+    cal, ev = set(files[7::10]), set(files[9::10])
+    assert not cal & ev
+    ids = T.encode("déf x\n")
+    assert ids.tolist() == [100, 0, 102, 32, 120, 10]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("field,value,allowed", [
+    ("weight_bits", (16,), "one of 4, 8"),
+    ("weight_bits", (8, 8), "no repeats"),
+    ("headdim", 48, "a divisor of the inner width"),
+    ("correction_scale", -0.1, "[0, 4]"),
+    ("outlier_channels", 4000, "at most the inner width"),
+])
+def test_bad_config_names_field_value_and_allowed(field, value, allowed):
+    with pytest.raises(ConfigError, match=rf"^{field}=") as info:
+        Config.from_profile("ci", **{field: value})
+    assert allowed in str(info.value) and "allowed" in str(info.value)
+
+
+def test_cli_exits_2_on_a_bad_bit_width():
+    res = CliRunner().invoke(cli, ["run", "ssdi8", "-P", "ci", "-p", "weight_bits=6"])
+    assert res.exit_code == 2 and "weight_bits" in res.output and "4, 8" in res.output
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the ci run, its claims and the live API
+# --------------------------------------------------------------------------------------------------------------------
+def test_ci_run_and_claims(ci_result):
+    res = ci_result("ssdi8")
+    ds = res.data
+    assert ds.loss.dims == ("variant", "weights") and list(ds.weights.values) == ["fp32", "w8a8", "w4a8"]
+    assert np.isfinite(ds.loss).all() and np.isfinite(ds.cpu_time).all()
+    assert float(ds.ssd_error.sel(variant="fp32", weights="fp32").max()) == 0.0
+    assert res.claims["int8_equals_fake_quant"].verdict == "holds"
+    assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
+    # the claims can fail: make the SSDi8 variant as bad as per-tensor
+    broken = ds.copy(deep=True)
+    for var in ("loss", "perplexity", "ssd_error"):
+        broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
+    by_name = {c.name: c for c in CLAIMS}
+    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32"):
+        r = by_name[name].evaluate(broken)
+        assert r.verdict in ("fails", "does not discriminate") and not r.passed
+    assert by_name["correction_lowers_error"].evaluate(broken).verdict == "fails"
+
+
+def test_live_table_and_activations():
+    from lab.methods.ssdi8 import live, plots
+
+    table = live.quant_table("ci")
+    assert table.perplexity.shape == (len(M.VARIANTS), 3)
+    assert math.isclose(table.attrs["fp32_perplexity"], float(table.perplexity.sel(variant="fp32", weights="fp32")))
+    cfg = live.config("ci")
+    x = live.activations("ci", "x", "channel")
+    assert x.dims == ("channel", "sample") and x.sizes["channel"] == cfg.d_inner
+    s = live.activations("ci", "states", "state", layer=1)
+    assert s.sizes["state"] == cfg.d_state
+    plots.activation_ranges(x), plots.activation_histogram(s, 0), plots.perplexity_bars(table)
+    with pytest.raises(ConfigError, match="axis='group'"):
+        live.activations("ci", "x", "group")
+    with pytest.raises(ConfigError, match="layer=5"):
+        live.activations("ci", "x", "channel", layer=5)
+    assert dataclasses.is_dataclass(live.prepared(cfg))

@@ -2,8 +2,8 @@
 
 ``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py``
 (but ``viewer.py`` and names starting with ``_``) is an app: it declares ``METHOD`` (the slug it shows, or a tuple of
-slugs, its own first), ``TITLE`` and ``Dashboard`` (its viewer class). ``APPS`` maps each name to ``"module:Dashboard"``; the module is imported only
-when the app is served.
+slugs, its own first), ``TITLE`` and ``Dashboard`` (its viewer class). ``APPS`` maps each name to
+``"module:Dashboard"``; the module is imported only when the app is served.
 """
 
 from __future__ import annotations

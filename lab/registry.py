@@ -4,8 +4,8 @@ Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method.here
 in its ``__init__.py``; everything else is derived from the folder: the Config (``config.py``), ``run``
 (``experiment.py``), the claims (``claims.py``), the notebook (``notebooks/NN_<slug>.ipynb``, ``NN`` its place in
 :data:`ORDER`) and the dashboards (every ``dashboards/<name>.py`` that declares ``METHOD = "<slug>"``, or a tuple
-of slugs for an app that shows several). The registry imports only the ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; ``run`` and
-the claims are imported on first use.
+of slugs for an app that shows several). The registry imports only the ``__init__`` modules and the light
+``config.py`` files, so ``lab list`` stays fast; ``run`` and the claims are imported on first use.
 """
 
 from __future__ import annotations

@@ -232,7 +232,8 @@ def _build(name: str, lengths: dict[str, int], seed: int) -> xr.Dataset:
             start = stop - 1
     else:
         for k, split in enumerate(SPLITS):  # independent input realisations, each from rest
-            data[split] = spec.simulate(lengths[split], seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]))
+            split_seed = int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
+            data[split] = spec.simulate(lengths[split], seed=split_seed)
     out = {}
     for split, (u, y) in data.items():
         out[f"u_{split}"] = ((f"t_{split}", "input"), np.asarray(u, float))

@@ -29,7 +29,8 @@ scored as the paper scores it: run once over the whole training (validation, tes
 from lab.registry import Method
 
 METHOD = Method.here(__name__,
-                     title="Tuning the burn-in phase in training recurrent neural networks improves their performance",
+                     title=("Tuning the burn-in phase in training recurrent neural networks improves their "
+                            "performance"),
                      paper="arXiv:2602.10911",
                      summary="Truncated BPTT whose loss skips the first m outputs of each window: an interior m* "
                              "from the bound λ^m / (N - m).")

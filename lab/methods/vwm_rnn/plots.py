@@ -42,8 +42,8 @@ def error_histograms(ds: xr.Dataset, subset: str = "close", models=("generator",
         err = wrap(ds.response.sel(model=model).isel(seed=0).values[keep] - ds.target.values[keep])
         dens, _ = np.histogram(err, edges, density=True)
         st = STYLE[model]
-        hist = hv.Histogram((edges, dens), kdims=["error (rad)"], vdims=["density"]).opts(color=st["color"], alpha=0.5,
-                                                                          line_color=None)
+        hist = hv.Histogram((edges, dens), kdims=["error (rad)"], vdims=["density"]).opts(
+            color=st["color"], alpha=0.5, line_color=None)
         fit = hv.Curve((grid, _mixture_curve(ds, model, subset, keep, grid)), "error (rad)", "density").opts(
             color="black", line_width=2)
         w = ds.mixture.sel(model=model, subset=subset, param="w_nt").isel(seed=0)
@@ -112,7 +112,8 @@ def discussion(ds: xr.Dataset) -> str:
                  f"{_spread(par('generator', 'w_nt', 'close') - par('generator', 'w_nt', 'far'))}, DDPM "
                  f"{_spread(par('ddpm', 'w_nt', 'close') - par('ddpm', 'w_nt', 'far'))}, MSE "
                  f"{_spread(par('mse', 'w_nt', 'close') - par('mse', 'w_nt', 'far'))}.")
-    lines.append("- The Bays mixture reads responses *between* the two colours partly as swaps: where the MSE-trained "
+    lines.append("- The Bays mixture reads responses *between* the two colours partly as swaps: "
+                 "where the MSE-trained "
                  "RNN's averaged responses on close trials lean toward the distractor, its fitted w_NT rises with "
                  "closeness even though it never reports the distractor's colour (see its histogram on close trials "
                  "and the multimodality claim, which counts responses at the non-target's mode instead).")

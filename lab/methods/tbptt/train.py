@@ -8,12 +8,11 @@ every MSE here is on the standardised outputs, averaged over output channels, as
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from lab.cache import cached_model
-from lab.datasets.systems import SPLITS, load_system
+from lab.datasets.systems import SPLITS, Splits, load_system
 from lab.methods.tbptt import model as M
 from lab.methods.tbptt.config import Config
 
@@ -25,21 +24,8 @@ FORMAT = 1
 RERUN_OFFSET = 10_000
 
 
-@dataclass(frozen=True)
-class Records:
-    """Standardised records: ``u[split]`` ``(T, n_in)``, ``y[split]`` ``(T, n_out)`` for train, val, test."""
-
-    system: str
-    u: dict[str, np.ndarray]
-    y: dict[str, np.ndarray]
-
-    @property
-    def n_in(self) -> int:
-        return self.u["train"].shape[1]
-
-    @property
-    def n_out(self) -> int:
-        return self.y["train"].shape[1]
+#: the standardised records: the shared :class:`lab.datasets.systems.Splits` (train, val, test)
+Records = Splits
 
 
 def load_records(cfg: Config) -> Records:

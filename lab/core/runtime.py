@@ -11,22 +11,42 @@
 * :func:`resolve_device`: the ``device`` Config field of the methods that train (``auto``, ``cpu``, ``cuda``) as a
   ``torch.device``; :func:`lab.core.train.fit` trains there and hands the model back on the CPU, so everything after
   training (evaluation, caching, plots) is the same code on a laptop and on a GPU worker.
+* :class:`RuntimeConfig`: the two Config fields of every method that trains, ``threads`` and ``device``, declared
+  once. A method's Config mixes it in with :class:`lab.config.BaseConfig`::
+
+      @dataclasses.dataclass(frozen=True)
+      class Config(RuntimeConfig, BaseConfig):
+          ...
+
+  (a method whose threads default differs redeclares ``threads`` with the same bounds).
+* :data:`GLOBAL_RNG_LOCK`: held by whatever seeds or draws from the process-wide NumPy and Python generators
+  (:func:`lab.core.train.seed_everything`; mnist1d's generator, which seeds them itself), so that a dashboard's
+  background job reseeding them cannot land in the middle of another thread's draws.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Iterator
-from typing import Literal
+from typing import Annotated, Literal
+
+from lab.checks import Range
 
 #: the type of a Config's ``device`` field: ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cpu`` or ``cuda``
 Device = Literal["auto", "cpu", "cuda"]
 
-__all__ = ["DEVICES", "Device", "resolve_device", "setup_process", "threads"]
+__all__ = ["DEVICES", "GLOBAL_RNG_LOCK", "Device", "RuntimeConfig", "Threads", "resolve_device", "setup_process",
+           "threads"]
 
 #: the values of a method's ``device`` field
 DEVICES = ("auto", "cpu", "cuda")
+#: the type of a Config's ``threads`` field (for a method that changes its default: ``threads: Threads = 2``)
+Threads = Annotated[int, Range(1, 256)]
+
+#: the process-wide NumPy and Python generators' lock (module docstring); re-entrant
+GLOBAL_RNG_LOCK = threading.RLock()
 
 _SETUP = threading.Lock()
 _STATE: dict[str, bool] = {}
@@ -87,3 +107,19 @@ def resolve_device(device: str | None):
     if not torch.cuda.is_available():
         raise bad_value("device", device, "cpu or auto on this machine (torch sees no CUDA device)")
     return torch.device(device)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeConfig:
+    """Config fields of a method that trains: its threads and its device (mix into a ``BaseConfig`` subclass).
+
+    Both change how fast a model trains, not what it learns (up to floating-point rounding), so a cache key of
+    trained weights leaves them out.
+    """
+
+    threads: Threads = 1
+    """Torch, Numba and BLAS threads during the run (lab.core.runtime.threads; 1 is fastest for these small models
+    on a shared machine)."""
+    device: Device = "cpu"
+    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); the trained weights come back to the
+    CPU for evaluation."""

@@ -1,8 +1,8 @@
 """Shared building blocks of the methods that train sequence models on the lab's sequence tasks.
 
 * :class:`SequenceTaskConfig`: the config fields every such method has (the task, its size, the model's size, the
-  training schedule, seeds and threads), each with its bounds and doc. A method's Config subclasses it together
-  with :class:`lab.config.BaseConfig`::
+  training schedule, seeds; threads and device from :class:`lab.core.runtime.RuntimeConfig`), each with its bounds
+  and doc. A method's Config subclasses it together with :class:`lab.config.BaseConfig`::
 
       @dataclasses.dataclass(frozen=True)
       class Config(SequenceTaskConfig, BaseConfig):
@@ -28,7 +28,7 @@ import torch
 
 from lab.checks import Choices, Range, check_choice
 from lab.core.models import SequenceClassifier
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.train import TrainResult, evaluate, fit
 from lab.datasets.sequences import TASKS, SequenceTask, load_sequence_task
 
@@ -51,7 +51,7 @@ Seeds = Annotated[int, Range(1, 100)]
 
 
 @dataclasses.dataclass(frozen=True)
-class SequenceTaskConfig:
+class SequenceTaskConfig(RuntimeConfig):
     """Config fields of a method that trains sequence classifiers (mix into a ``BaseConfig`` subclass)."""
 
     dataset: Annotated[str, Choices(*TASKS)] = "digits"
@@ -81,11 +81,6 @@ class SequenceTaskConfig:
     """AdamW weight decay of the matrices."""
     n_seeds: Seeds = 1
     """Independently trained models per variant (seeds seed, seed+1, ...)."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch and Numba threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); the trained weights come back to the
-    CPU for evaluation."""
 
     #: the fields that determine a model's trained weights (with the seed and the mixer)
     TRAINING_FIELDS = ("dataset", "permuted", "n_train", "n_layers", "d_model", "d_state", "epochs", "batch_size",

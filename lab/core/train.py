@@ -29,10 +29,14 @@ __all__ = ["LOSSES", "TrainResult", "evaluate", "fit", "lr_factor", "param_group
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+    """Seed Python's, NumPy's and torch's global generators (under :data:`lab.core.runtime.GLOBAL_RNG_LOCK`, so
+    never in the middle of another thread's generator that seeds and draws from them)."""
+    from lab.core.runtime import GLOBAL_RNG_LOCK
+
+    with GLOBAL_RNG_LOCK:
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
 
 
 def lr_factor(step: int, total: int, warmup: float = 0.1) -> float:

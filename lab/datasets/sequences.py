@@ -95,13 +95,18 @@ def _build_digits(test_fraction: float, split_seed: int) -> xr.Dataset:
 def _build_mnist1d() -> xr.Dataset:
     from mnist1d.data import get_dataset_args, make_dataset
 
-    # make_dataset seeds Python's and NumPy's global generators: keep the caller's streams untouched
-    py_state, np_state = random.getstate(), np.random.get_state()
-    try:
-        d = make_dataset(get_dataset_args())
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
+    from lab.core.runtime import GLOBAL_RNG_LOCK
+
+    # make_dataset seeds Python's and NumPy's global generators and draws from them: keep the caller's streams
+    # untouched, and hold the lock so that no other thread (a dashboard's background job calling seed_everything)
+    # reseeds them halfway, which would silently change the data set
+    with GLOBAL_RNG_LOCK:
+        py_state, np_state = random.getstate(), np.random.get_state()
+        try:
+            d = make_dataset(get_dataset_args())
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
     return _as_dataset(d["x"], d["y"], d["x_test"], d["y_test"],
                        source="mnist1d.data.make_dataset with get_dataset_args() defaults")
 

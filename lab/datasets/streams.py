@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from lab.cache import cached_dataset, memo
+from lab.cache import cached_dataset, data_root, memo
 from lab.checks import bad_value, check_choice, check_int, check_real
 
 __all__ = ["KINDS", "POLICIES", "SOURCES", "ReplayBuffer", "StreamTask", "TaskStream", "task_stream"]
@@ -204,8 +204,10 @@ def task_stream(kind: Literal["permuted", "split"] = "permuted", source: Literal
     else:
         n_tasks = 10 if n_tasks is None else check_int("n_tasks", n_tasks, 1, 1000)
         classes_per_task, class_order = N_CLASSES, tuple(range(N_CLASSES))
+    # the memo is keyed by the data folder too: a stream read from one folder (a test's LAB_DATA_DIR) is not handed
+    # to a caller who reads another
     return _stream(kind, source, int(n_tasks), int(classes_per_task), int(seed), bool(identity_first),
-                   tuple(int(c) for c in class_order), int(n_train), int(n_test), root)
+                   tuple(int(c) for c in class_order), int(n_train), int(n_test), str(data_root(root)))
 
 
 @memo(16)

@@ -3,6 +3,7 @@
 A seed sweep (:func:`lab.sweep.sweep` with ``seeds=``) gives a Dataset with a ``seed`` dimension; a method's own
 run with ``n_seeds`` gives the same shape. :func:`seed_band` draws, for each value of ``x``, the mean over seeds and a
 band of one standard deviation (or the min-max range), one curve per value of an optional ``by`` dimension.
+:func:`spread_text` says the same in words for a notebook's discussion: the mean and the range over seeds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import xarray as xr
 
 from lab.viz.style import PALETTE, curve_opts
 
-__all__ = ["seed_band"]
+__all__ = ["seed_band", "spread_text"]
 
 
 def seed_band(values: xr.DataArray, x: str, *, by: str | None = None, seed_dim: str = "seed",
@@ -65,3 +66,22 @@ def seed_band(values: xr.DataArray, x: str, *, by: str | None = None, seed_dim: 
         if isinstance(el, hv.Curve) and not isinstance(el, hv.Area):
             el.opts(tools=tools)
     return hv.Overlay(layers).opts(title=title, legend_position="right", **opts)
+
+
+def spread_text(values, fmt: str = ".2f", *, prefix: str = "seeds") -> str:
+    """The mean of ``values`` with their range, for a discussion's sentence: ``"0.53 (seeds 0.41 to 0.66)"``.
+
+    Non-finite values (a seed without a value) are left out; one value left is shown alone, none as ``"n/a"``.
+
+    Arguments:
+        values: any array-like (a DataArray, a NumPy array, a list), flattened.
+        fmt: the format of every number (``".1f"``, ``"+.2f"``, ``".4g"``).
+        prefix: the word before the range (``"seeds"``; ``"from"`` when the values are not only seeds).
+    """
+    v = np.asarray(values, float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "n/a"
+    if v.size == 1:
+        return format(v[0], fmt)
+    return f"{format(v.mean(), fmt)} ({prefix} {format(v.min(), fmt)} to {format(v.max(), fmt)})"

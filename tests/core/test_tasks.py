@@ -38,7 +38,8 @@ def _task(n=40, length=12, classes=3, seed=0):
 def test_mixin_fields_are_documented_bounded_and_overridable():
     specs = field_specs(Demo)
     names = list(specs)
-    assert names[0] == "seed" and names[1:4] == ["dataset", "permuted", "n_train"]
+    assert names[:3] == ["seed", "threads", "device"]  # BaseConfig's, then the runtime mixin's (lab.core.runtime)
+    assert names[3:6] == ["dataset", "permuted", "n_train"]
     assert specs["n_layers"].default == 1 and specs["d_state"].default == 64
     assert field_docs(Demo)["n_layers"] == "One block." and "states" in field_docs(Demo)["d_state"].lower()
     assert specs["dataset"].choices == tuple(TASKS)

@@ -195,9 +195,6 @@ def test_ci_run_has_the_documented_dims(ci_result):
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
-@pytest.mark.xfail(strict=False, reason="known defect: after the unlearning dashboard's test has run in the same "
-                   "process, live.accuracy_matrix differs from run's matrix (order-dependent state, not yet found); "
-                   "passes when test_wsc.py runs alone")
 def test_live_matrix_is_the_run_s_matrix(ci_result):
     """live.accuracy_matrix trains the same stream with the same seeds as run: the same matrix."""
     from lab.methods.wsc import live
@@ -213,6 +210,56 @@ def test_live_matrix_is_the_run_s_matrix(ci_result):
         live.accuracy_matrix("ci", "ewc")
     with pytest.raises(ConfigError, match=r"share=1.5 is not allowed; allowed: a finite number in \[0, 1\]"):
         live.accuracy_matrix("ci", "wsc", share=1.5)
+
+
+def test_stream_data_do_not_depend_on_another_thread_reseeding(tmp_path):
+    """The defect that once made the test above order-dependent: mnist1d's generator seeds and draws from NumPy's
+    global generator, and a dashboard's background job calling seed_everything meanwhile changed the data set it
+    built (then memoised for every later caller). Built while another thread reseeds, it is the data set built
+    alone."""
+    import random
+    import threading
+
+    from lab.core.train import seed_everything
+    from lab.datasets.sequences import sequence_dataset
+
+    alone = sequence_dataset("mnist1d")
+    stop = threading.Event()
+    saved = random.getstate(), np.random.get_state(), torch.get_rng_state()  # the reseeding must not leak out
+
+    def reseed():
+        i = 0
+        while not stop.is_set():
+            seed_everything(i)
+            i += 1
+
+    worker = threading.Thread(target=reseed)
+    worker.start()
+    try:
+        raced = sequence_dataset("mnist1d", root=tmp_path)
+    finally:
+        stop.set()
+        worker.join()
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+        torch.set_rng_state(saved[2])
+    np.testing.assert_array_equal(raced.x_train.values, alone.x_train.values)
+    np.testing.assert_array_equal(raced.y_test.values, alone.y_test.values)
+
+
+def test_a_stream_read_from_another_data_folder_is_not_handed_out(tmp_path, monkeypatch):
+    """The memoised stream is keyed by the data folder: one built under a test's LAB_DATA_DIR is not reused after."""
+    from lab.methods.wsc.train import stream_for
+
+    cfg = Config.from_profile("ci")
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    inside = stream_for(cfg, cfg.seed)
+    assert stream_for(cfg, cfg.seed) is inside
+    monkeypatch.delenv("LAB_DATA_DIR")
+    outside = stream_for(cfg, cfg.seed)
+    assert outside is not inside
+    for a, b in zip(inside, outside):  # the same data all the same
+        assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
 
 
 def test_plots_build(ci_result):

@@ -7,6 +7,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 SCORE_STYLE = {
@@ -183,13 +184,6 @@ def impulse_before_after(k_full: np.ndarray, k_pruned: np.ndarray, layer: int) -
 # ------------------------------------------------------------------------------------------------------------------
 # The notebook's discussion: its numbers read from the Dataset.
 # ------------------------------------------------------------------------------------------------------------------
-def _spread(values: np.ndarray) -> str:
-    values = np.asarray(values, float).ravel()
-    if values.size < 2:
-        return f"{values.mean():.2f}"
-    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     r = float(ds.attrs["headline_ratio"])
@@ -203,12 +197,12 @@ def discussion(ds: xr.Dataset) -> str:
         within = sub.ratio.values[((sub.accuracy_full - aire) < 1.0).all("seed").values]
         gaps = {other: (aire - sub.accuracy.sel(score=other)).sel(ratio=beyond).mean("ratio").values
                 for other in ("random", "magnitude", "last", "aire_uniform") if other in sub.score.values}
-        text = (f"- **{kind.upper()}** (unpruned {_spread(full)}%): at {r:.0%} of the states pruned AIRE loses "
-                f"{_spread(drop)} pt; every seed stays within one point up to {within.max():.0%} pruned.")
+        text = (f"- **{kind.upper()}** (unpruned {spread_text(full)}%): at {r:.0%} of the states pruned AIRE loses "
+                f"{spread_text(drop)} pt; every seed stays within one point up to {within.max():.0%} pruned.")
         names = {"random": "random states", "magnitude": "|λ| magnitude", "last": "LAST",
                  "aire_uniform": "AIRE per layer"}
         text += f" Mean gap of AIRE over ratios ≥ {r:.0%}: " + "; ".join(
-            f"{names[k]} {_spread(v)} pt" for k, v in gaps.items()) + "."
+            f"{names[k]} {spread_text(v)} pt" for k, v in gaps.items()) + "."
         lines.append(text)
     energy = ds.energy.isel(seed=0)
     share = (energy / energy.sum("state")).max("state").mean("layer")

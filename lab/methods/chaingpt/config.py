@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.tasks import Rate, Seeds, WeightDecay
 
 Length = Annotated[int, Range(2, 4096)]
@@ -14,7 +14,7 @@ Lengths = Annotated[tuple[int, ...], Range(2, 4096), Each(increasing=True)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """ChainGPT: multi-substep state updates, state-guided sparse attention, recurrent depth (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -91,10 +91,6 @@ class Config(BaseConfig):
     """AdamW weight decay of the matrices."""
     n_seeds: Seeds = 2
     """Seeds (seed, seed+1, ...): every model and data set per seed; claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where the models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

@@ -7,6 +7,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 MODEL_STYLE = {
@@ -132,14 +133,6 @@ def training_time(ds: xr.Dataset) -> hv.Bars:
 # ------------------------------------------------------------------------------------------------------------------
 # The notebook's discussion: its numbers read from the Dataset.
 # ------------------------------------------------------------------------------------------------------------------
-def _spread(values) -> str:
-    values = np.asarray(values, float).ravel()
-    values = values[np.isfinite(values)]
-    if values.size < 2:
-        return f"{values.mean():.2f}"
-    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     total = int(ds.attrs["d_state"]) * int(ds.attrs["n_layers"])
@@ -156,13 +149,14 @@ def discussion(ds: xr.Dataset) -> str:
         f"- **Final size** (mean over seeds, share of the {total} initial states): {sizes}. Each check cuts τ of "
         f"the current HSV mass, so the final size depends on τ and on the number of checks ({ds.sizes['check']} "
         "here).",
-        f"- **Accuracy at τ = {tau:g}** (%): full {_spread(acc['full'])}, CompreSSM {_spread(acc['compressm'])}, "
-        f"from scratch at the same sizes {_spread(acc['scratch'])} (a second from-scratch seed "
-        f"{_spread(acc['scratch_b'])}), random truncation {_spread(acc['random'])} (a second one "
-        f"{_spread(acc['random_b'])}). The second runs show how far seeds and draws alone move the numbers.",
-        f"- **Training cost** relative to the full model: counted multiply-adds {_spread(work)}; time replayed "
-        f"with each size's step timed in turn in one process {_spread(replay)} (per-step overheads that do not "
-        f"shrink with the states included); CPU time measured during training {_spread(cpu)} (it moves with the "
+        f"- **Accuracy at τ = {tau:g}** (%): full {spread_text(acc['full'])}, "
+        f"CompreSSM {spread_text(acc['compressm'])}, "
+        f"from scratch at the same sizes {spread_text(acc['scratch'])} (a second from-scratch seed "
+        f"{spread_text(acc['scratch_b'])}), random truncation {spread_text(acc['random'])} (a second one "
+        f"{spread_text(acc['random_b'])}). The second runs show how far seeds and draws alone move the numbers.",
+        f"- **Training cost** relative to the full model: counted multiply-adds {spread_text(work)}; time replayed "
+        f"with each size's step timed in turn in one process {spread_text(replay)} (per-step overheads that do not "
+        f"shrink with the states included); CPU time measured during training {spread_text(cpu)} (it moves with the "
         "machine's load). The first part of training runs at (nearly) full size, so the saving is smaller than the "
         "final size suggests.",
         f"- The Gramians' worst condition number was {cond:.3g}; the square-root method (eigen-based factors, SVD "

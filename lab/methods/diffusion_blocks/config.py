@@ -6,14 +6,14 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 Steps = Annotated[int, Range(1, 10_000_000)]
 Rate = Annotated[float, Range(0.0, 1.0, lo_open=True)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """DiffusionBlocks: B blocks trained one at a time as denoisers of their own noise ranges (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -85,10 +85,6 @@ class Config(BaseConfig):
     1/B of the updates)."""
     n_seeds: Annotated[int, Range(1, 100)] = 3
     """Seeds (seed, seed+1, ...): data draw, initial weights, batches; the claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); sampling and scoring run on the CPU."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

@@ -3,11 +3,14 @@ from the Dataset."""
 
 from __future__ import annotations
 
+import functools
+
 import holoviews as hv
 import numpy as np
 import xarray as xr
 
 from lab.methods.diffusion_blocks import model as M
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 TOY_LABELS = {"e2e": "end to end", "blocks": "blocks, equal mass", "uniform": "blocks, uniform in ln σ",
@@ -105,13 +108,9 @@ def step_cost(ds: xr.Dataset) -> hv.Bars:
         width=680, height=360)
 
 
-def _spread(values) -> str:
-    v = np.asarray(values, float).ravel()
-    return f"{v.mean():.4g}" if v.size < 2 else f"{v.mean():.4g} (seeds {v.min():.4g} to {v.max():.4g})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    spread = functools.partial(spread_text, fmt=".4g")  # mean (seeds min to max)
     ed, acc = ds.energy_distance, ds.accuracy
     B = int(ds.attrs["n_blocks"])
     eq, un = ds.edges.sel(partition="equal_mass").values, ds.edges.sel(partition="uniform").values
@@ -122,13 +121,13 @@ def discussion(ds: xr.Dataset) -> str:
         f"in ln σ at {', '.join(f'{e:.3g}' for e in un[1:-1])}. The log-normal puts most of its mass between "
         "σ ≈ 0.05 and 2, so equal mass gives the middle of the range narrow blocks and the extremes wide ones.",
         f"- **2-D samples** ({ds.attrs['toy']}, energy distance, lower is better): end to end "
-        f"{_spread(ed.sel(toy_model='e2e'))}; blocks, equal mass {_spread(ed.sel(toy_model='blocks'))}; the same "
-        f"from another seed {_spread(ed.sel(toy_model='blocks_b'))}; uniform {_spread(ed.sel(toy_model='uniform'))}; "
-        f"one block's size alone {_spread(ed.sel(toy_model='small'))}. The estimator's noise floor (two data "
-        f"samples of {ds.attrs['n_eval']} points) is {_spread(ds.energy_floor)}.",
+        f"{spread(ed.sel(toy_model='e2e'))}; blocks, equal mass {spread(ed.sel(toy_model='blocks'))}; the same "
+        f"from another seed {spread(ed.sel(toy_model='blocks_b'))}; uniform {spread(ed.sel(toy_model='uniform'))}; "
+        f"one block's size alone {spread(ed.sel(toy_model='small'))}. The estimator's noise floor (two data "
+        f"samples of {ds.attrs['n_eval']} points) is {spread(ds.energy_floor)}.",
         f"- **Classification** ({ds.attrs['dataset']}, {ds.attrs['n_test']} test examples, %): end to end "
-        f"{_spread(acc.sel(cls_model='e2e'))}, blocks {_spread(acc.sel(cls_model='blocks'))}, one block's size "
-        f"trained end to end {_spread(acc.sel(cls_model='small'))}. When the small network is as good as the deep "
+        f"{spread(acc.sel(cls_model='e2e'))}, blocks {spread(acc.sel(cls_model='blocks'))}, one block's size "
+        f"trained end to end {spread(acc.sel(cls_model='small'))}. When the small network is as good as the deep "
         "one, the task does not need the depth and the accuracy claim cannot tell block-wise training from "
         "simply training a smaller network (the claims table then says \"does not discriminate\").",
         f"- **Memory per step**, measured: one block keeps {ratio['classify']:.2f} of the end-to-end transformer's "

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import RuntimeConfig
 
 #: state-tracking tasks of lab.datasets.synthetic (a running group element / sum per position)
 STATE_TASKS = ("cyclic", "s3", "a5", "parity")
@@ -16,7 +17,7 @@ REQUIRED_MODELS = ("psm", "transformer", "lru", "mamba")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """Prefix-scannable models: parallel/streaming duality, resources, length generalisation (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -76,8 +77,6 @@ class Config(BaseConfig):
     """Chunks pushed through the binary counter with a counting combine (the resource trace, no model)."""
     use_cache: bool = True
     """Reuse trained weights cached under data/psm/ (trained and stored on first use)."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch and Numba threads."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

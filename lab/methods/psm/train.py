@@ -1,6 +1,7 @@
 """The PSM method's models and their only training: the two PSMs and the matched-size baselines from
 :mod:`lab.core`, trained with :func:`lab.core.train.fit` on per-token cross-entropy (positions labelled
-:data:`lab.datasets.tokens.IGNORE` skipped), weights cached by :func:`lab.cache.cached_model` under ``data/psm/``.
+:data:`lab.datasets.tokens.IGNORE` skipped) on ``cfg.device``, weights cached by :func:`lab.cache.cached_model` under
+``data/psm/``; the trained models come back to the CPU, where every evaluation runs.
 
 Matched sizes: every model's width is chosen so that its trainable parameters come closest to the Transformer-PSM's
 (:func:`widths`); the counts are recorded in the run's Dataset.
@@ -111,7 +112,8 @@ def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progres
 
     def train(model):
         res = fit(model, x, y, loss=token_loss, steps=cfg.steps, epochs=None, batch_size=cfg.batch_size,
-                  lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress, desc=f"{name} {task.name} ({seed})")
+                  lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress, desc=f"{name} {task.name} ({seed})",
+                  device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
 
     d = widths(cfg, task.vocab_size, task.n_classes)[name]  # before seeding: the search builds models

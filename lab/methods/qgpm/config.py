@@ -6,14 +6,14 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 #: bit widths a basis can be stored at (NF-k and uniform codes of 2 to 8 bits)
 BITS = (2, 3, 4, 5, 6, 7, 8)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """QGPM: continual learning on a permuted stream (sklearn digits) with quantised GPM bases (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -63,10 +63,6 @@ class Config(BaseConfig):
     """Columns r of the CountSketch R Sᵀ taken before the SVD (half of n_repr)."""
     n_seeds: Annotated[int, Range(1, 100)] = 5
     """Training seeds (seed, seed+1, ...): initial weights and batch order; claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where the models train: cpu, cuda, or auto; evaluation and the memory's SVDs run on the CPU."""
     use_cache: bool = True
     """Reuse runs cached under data/qgpm/ (computed and stored on first use)."""
 

@@ -12,6 +12,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 KIND_COLOUR = {"fine": "#777777", "GPM": "black", "naive": PALETTE[1], "QGPM": PALETTE[0]}
@@ -124,13 +125,6 @@ def rank_growth(ds: xr.Dataset) -> hv.Overlay:
 # ------------------------------------------------------------------------------------------------------------------
 # The notebook's discussion: its numbers read from the Dataset.
 # ------------------------------------------------------------------------------------------------------------------
-def _spread(values) -> str:
-    values = np.asarray(values, float).ravel()
-    if values.size < 2:
-        return f"{values.mean():.2f}"
-    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     b = int(ds.attrs["claim_bits"])
@@ -141,12 +135,12 @@ def discussion(ds: xr.Dataset) -> str:
     dims = [int(ds.attrs["d_input"])] + list(ds.attrs["hidden"])
     e_low = float(ds.cos_error.sel(variant=f"qgpm{b}").isel(after=-1).mean())
     lines = [
-        f"- **ACC** (%): fine-tuning {_spread(acc['finetune'])}, GPM FP32 {_spread(acc['gpm'])}, 8-bit QGPM "
-        f"{_spread(acc['qgpm8'])}, memory-matched GPM {_spread(acc['gpm_mm'])}; at {b} bits QGPM "
-        f"{_spread(acc[f'qgpm{b}'])} vs naive {_spread(acc[f'naive{b}'])}.",
-        f"- **BWT** (pt): fine-tuning {_spread(bwt['finetune'])}, GPM {_spread(bwt['gpm'])}, 8-bit QGPM "
-        f"{_spread(bwt['qgpm8'])}, {b}-bit QGPM {_spread(bwt[f'qgpm{b}'])}, naive {b}-bit "
-        f"{_spread(bwt[f'naive{b}'])}.",
+        f"- **ACC** (%): fine-tuning {spread_text(acc['finetune'])}, GPM FP32 {spread_text(acc['gpm'])}, 8-bit QGPM "
+        f"{spread_text(acc['qgpm8'])}, memory-matched GPM {spread_text(acc['gpm_mm'])}; at {b} bits QGPM "
+        f"{spread_text(acc[f'qgpm{b}'])} vs naive {spread_text(acc[f'naive{b}'])}.",
+        f"- **BWT** (pt): fine-tuning {spread_text(bwt['finetune'])}, GPM {spread_text(bwt['gpm'])}, 8-bit QGPM "
+        f"{spread_text(bwt['qgpm8'])}, {b}-bit QGPM {spread_text(bwt[f'qgpm{b}'])}, naive {b}-bit "
+        f"{spread_text(bwt[f'naive{b}'])}.",
         f"- **Memory** after the last task: GPM FP32 {float(kib.sel(variant='gpm')):.1f} KiB, 8-bit QGPM "
         f"{float(kib.sel(variant='qgpm8')):.1f} KiB, {b}-bit QGPM {float(kib.sel(variant=f'qgpm{b}')):.1f} KiB. "
         f"Each stored vector of d entries costs d·k/8 bytes of codes plus 12 bytes (FP32 scale, centre, λ) plus "
@@ -155,8 +149,8 @@ def discussion(ds: xr.Dataset) -> str:
         f"dimensions per layer after {ds.sizes['after']} tasks. A permuted task spans much of the "
         f"{dims[0]}-dimensional input space, so after a few tasks the first layer can hardly move: GPM trades "
         "plasticity "
-        f"(R[j, j] {_spread(ds.plasticity.sel(variant='gpm').values)} vs fine-tuning "
-        f"{_spread(ds.plasticity.sel(variant='finetune').values)}) for stability.",
+        f"(R[j, j] {spread_text(ds.plasticity.sel(variant='gpm').values)} vs fine-tuning "
+        f"{spread_text(ds.plasticity.sel(variant='finetune').values)}) for stability.",
         f"- QEA (α = {ds.attrs['qea_alpha']:g}) weakens the projection on badly quantised vectors; without "
         "it a non-orthonormal dequantised basis makes I - M̃M̃ᵀ push updates back into the protected subspace "
         f"(naive quantisation's collapse). At {b} bits the stored vectors' mean e_i is {e_low:.2g}, so λ_i ≈ "

@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar
 import numpy as np
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 #: Equations the method is run on: the paper's 1-D trio and a small 2-D Navier-Stokes case.
 EQUATIONS = ("burgers", "kdv", "ks", "navier_stokes")
@@ -17,7 +17,7 @@ MODELS = ("recurrsim", "fixed_k", "deq", "fno", "fno_2x")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """RecurrSim: recurrent-depth FNO trained with random depth, against fixed-depth, fixed-K and DEQ baselines."""
 
     PROFILES: ClassVar = {
@@ -90,10 +90,6 @@ class Config(BaseConfig):
     seeds: Annotated[int, Range(1, 16)] = 3
     """RecurrSim is trained with this many model seeds (seed, seed + 1, ...; same data): the claims about its depth
     curve state their worst seed; the baselines and the other claims use the first."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch CPU threads during the run (restored afterwards); 1 is fastest on a busy 2-core machine."""
-    device: Device = "cpu"
-    """Where the simulators train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
 
     def validate(self) -> None:
         if self.rollout_steps > self.traj_steps:

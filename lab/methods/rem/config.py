@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Choices, Each, Range
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.tasks import Rate, Seeds, WeightDecay
 
 #: the corruptions, from the least to the most regular (the grid's regularity axis)
@@ -14,7 +14,7 @@ CORRUPTIONS = ("random", "pair", "backdoor")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """REM: redirect the discovered corrupted data into extra units, then discard them (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -72,11 +72,6 @@ class Config(BaseConfig):
     n_seeds: Seeds = 3
     """Seeds (seed, seed+1, ...): each draws its own corruption, initial weights, masks and batches; the claims
     are means over seeds, with their spread."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); the trained weights come back to the
-    CPU for evaluation."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

@@ -6,6 +6,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE
 
 __all__ = ["LABELS", "absorbed", "cell_accuracies", "discussion", "redirected", "score_grid", "score_grids",
@@ -107,14 +108,6 @@ def redirected(info: dict) -> hv.Bars:
               f"{info['share_forget']:.2f} (D_f) vs {info['share_clean']:.2f} (clean)")
 
 
-def _spread(values) -> str:
-    values = np.asarray(values, float).ravel()
-    values = values[np.isfinite(values)]
-    if values.size < 2:
-        return f"{values.mean():.1f}"
-    return f"{values.mean():.1f} (seeds {values.min():.1f} to {values.max():.1f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     grid = ds.score.mean(("corruption", "rate"))  # (seed, algorithm)
@@ -129,12 +122,12 @@ def discussion(ds: xr.Dataset) -> str:
     absorbed_off = float(ds.rem_absorbed.sel(group="discovered", units="off").mean())
     return "\n".join([
         "- **Mean score over the grid** (Utility x Healed / 100, mean over seeds): "
-        + ", ".join(f"{_label(m)} {_spread(v)}" for m, v in means.items()) + ".",
+        + ", ".join(f"{_label(m)} {spread_text(v, '.1f')}" for m, v in means.items()) + ".",
         "- **Best method per cell** (REM's variants aside): "
         + "; ".join(f"{c}: " + ", ".join(w) for c, w in wins.items()) + ".",
         f"- REM's lowest cell is {low[0]} at discovery {float(low[1]):g} ({float(rem_low.min()):.1f}); "
-        f"the original model scores {_spread(grid.sel(algorithm='original').values)} on average: the corruption "
-        "costs Healed almost entirely (the MLP memorises the corrupted labels).",
+        f"the original model scores {spread_text(grid.sel(algorithm='original').values, '.1f')} on average: the "
+        "corruption costs Healed almost entirely (the MLP memorises the corrupted labels).",
         f"- **What the extra units absorbed**: with their shared mask open, REM fits the discovered corrupted "
         f"examples' corrupted labels to {absorbed_on:.1f}%; once the units are discarded, {absorbed_off:.1f}% "
         "(mean over cells and seeds).",

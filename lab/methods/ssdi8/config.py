@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.tasks import Layers, Rate, WeightDecay
 
 #: weight bit widths of in_proj / out_proj (W8A8, W4A8)
@@ -14,7 +14,7 @@ WEIGHT_BITS = (4, 8)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """SSDi8: post-training INT8 quantisation of Mamba-2's SSD path (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -70,11 +70,7 @@ class Config(BaseConfig):
     timing_repeats: Annotated[int, Range(1, 100)] = 3
     """Repeats of each CPU timing (the minimum is kept)."""
 
-    # the machine ---------------------------------------------------------------------------------------------------
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads for training, evaluation and the timings."""
-    device: Device = "cpu"
-    """Where the language model trains (cpu, cuda, auto); quantisation and evaluation run on the CPU."""
+    # the cache (threads and device: lab.core.runtime.RuntimeConfig) -------------------------------------------
     use_cache: bool = True
     """Reuse the corpus and trained weights cached under data/ssdi8/ (built on first use)."""
 

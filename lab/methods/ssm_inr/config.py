@@ -7,6 +7,7 @@ import math
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import RuntimeConfig
 from lab.methods.ssm_inr.data import DATA, max_size
 
 ENCODERS = ("s3k", "conv", "mamba", "convnext", "siren")
@@ -32,7 +33,7 @@ Budget = Annotated[int, Range(500, 10_000_000)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """LPNet-S3K against LPNet-Conv, LPNet-Mamba, ConvNeXt and SIREN at equal parameter counts (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -82,8 +83,6 @@ class Config(BaseConfig):
     """SIREN's frequency factor ω0 (Sitzmann et al.: 30)."""
     n_seeds: Annotated[int, Range(1, 20)] = 1
     """Seeds per datum (seed, seed+1, ...); the claims average over data x seeds and show the spread."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

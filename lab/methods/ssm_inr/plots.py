@@ -7,6 +7,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 LABELS = {"lpnet_s3k": "LPNet-S3K", "lpnet_conv": "LPNet-Conv", "lpnet_conv_b": "LPNet-Conv (2nd seed)",
@@ -95,17 +96,10 @@ def loss_curves(ds: xr.Dataset) -> hv.Overlay:
                                   legend_position="top_right", **curve_opts(width=700))
 
 
-def _spread(values) -> str:
-    values = np.asarray(values, float).ravel()
-    if values.size < 2:
-        return f"{values.mean():+.2f}"
-    return f"{values.mean():+.2f} (from {values.min():+.2f} to {values.max():+.2f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     def gap(a, b):
-        return _spread((ds.psnr.sel(variant=a) - ds.psnr.sel(variant=b)).values)
+        return spread_text((ds.psnr.sel(variant=a) - ds.psnr.sel(variant=b)).values, "+.2f", prefix="from")
 
     dev = float(np.abs(ds.params / ds.attrs["budget"] - 1).max())
     best = max(ds.variant.values, key=lambda v: float(ds.psnr.sel(variant=v).mean()))

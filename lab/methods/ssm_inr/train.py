@@ -1,4 +1,4 @@
-"""The fits: one model overfitted to one datum, on :func:`lab.core.train.fit`, cached by
+"""The fits: one model overfitted to one datum, on :func:`lab.core.train.fit` on ``cfg.device``, cached by
 :func:`lab.cache.cached_model` (``<data>/ssm_inr/<datum>-<variant>-<key>.pt``, keyed by everything that
 determines the weights), and its reconstruction quality: PSNR and SSIM (scikit-image) of the clamped reconstruction.
 """
@@ -91,7 +91,7 @@ def fit_one(cfg: Config, datum: str, variant: str, budget: int, seed: int, *, ro
         start = time.perf_counter()
         res = fit(model, lambda step: (x,), steps=cfg.steps, loss=lambda m, batch: F.mse_loss(m(batch[0]), batch[0]),
                   lr=cfg.siren_lr if siren else cfg.lr, warmup=0.05, clip=None, seed=seed, progress=False,
-                  callback=callback)
+                  callback=callback, device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"seconds": time.perf_counter() - start}}
 
     trained = cached_model("ssm_inr", f"{datum}-{variant}", _key(cfg, datum, variant, budget, seed), build, train,

@@ -7,13 +7,13 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.tasks import Rate, Seeds
 from lab.datasets.languages import MAX_LENGTH
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """SSM expressiveness via temporal logic (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -57,10 +57,6 @@ class Config(BaseConfig):
     """Test words per language and length."""
     n_seeds: Seeds = 3
     """Trained models per class and language (seeds seed, seed+1, ...); the claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch and Numba threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where the models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
     use_cache: bool = True
     """Reuse trained weights cached under data/ssm_ltl/ (trained and stored on first use)."""
 

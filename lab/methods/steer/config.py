@@ -6,6 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import RuntimeConfig
 from lab.datasets.plasticity import BENCHMARKS, PATTERNS
 
 #: schedules a test may use (the training schedule is 'random')
@@ -13,7 +14,7 @@ TEST_PATTERNS = tuple(p for p in PATTERNS if p != "random")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """STEER: fit fast dynamics and a slow plasticity law on training sessions, predict unseen schedules, recover the
     rule, design a protocol (defaults = quick)."""
 
@@ -87,8 +88,6 @@ class Config(BaseConfig):
     seeds: Annotated[int, Range(1, 20)] = 3
     """Seeds (seed, seed + 1, ...) of the off-assumption benchmark's connectivity errors: off_assumption_bcm, whose
     margin is within seed noise, is judged on their mean (everything else uses ``seed`` alone)."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch and Numba threads during the run (the problems are small: one thread is usually fastest)."""
 
     def validate(self) -> None:
         if self.rank >= self.N:

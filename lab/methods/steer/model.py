@@ -70,7 +70,7 @@ class SteerModel(nn.Module):
 
     def orthogonality(self) -> torch.Tensor:
         """||mᵀm - I||² + ||nᵀn - I||²: unit norm and orthogonal factors (identifiability)."""
-        eye = torch.eye(self.m.shape[1])
+        eye = torch.eye(self.m.shape[1], device=self.m.device)
         return ((self.m.T @ self.m - eye) ** 2).sum() + ((self.n.T @ self.n - eye) ** 2).sum()
 
     @torch.no_grad()

@@ -15,6 +15,9 @@ r"""Training STEER and its baselines: the method's only training and cached-mode
 3. :func:`train_mlp_law` (g as a small network), :func:`train_gru` (black-box baseline).
 4. :func:`fit_benchmark`: record a benchmark's training sessions and fit all of the above;
    :func:`cached_fit`: the STEER fit alone, kept on disk by :func:`lab.cache.cached_state` (the dashboard's).
+
+The three fits run on ``cfg.device`` (:func:`lab.core.runtime.resolve_device`: the sessions and the model move
+there) and hand their models back on the CPU, where everything after fitting runs.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lab.cache import cached_state
-from lab.core.runtime import threads
+from lab.core.runtime import resolve_device, threads
 from lab.datasets.plasticity import (
     BENCHMARKS,
     PlasticityBenchmark,
@@ -62,6 +65,11 @@ class Prepared:
     u: torch.Tensor  # (K, T, S)
     ubar: torch.Tensor  # (K,)
     var_z: float
+
+    def to(self, device: torch.device) -> Prepared:
+        """The same data on ``device``."""
+        return Prepared(z=self.z.to(device), phi=self.phi.to(device), u=self.u.to(device), ubar=self.ubar.to(device),
+                        var_z=self.var_z)
 
 
 def prepare(s: Sessions, feature: str, dt: float) -> Prepared:
@@ -130,12 +138,15 @@ def _c_scale(c: torch.Tensor) -> torch.Tensor:
 
 def train_steer(p: Prepared, *, R: int, feature: str, dt: float, shared: bool, iterations: int,
                 lambda_cons: float, lambda_smooth: float, lambda_orth: float, rule_horizon: int,
-                als_iterations: int = 10, progress: bool = False, desc: str = "STEER"
+                als_iterations: int = 10, progress: bool = False, desc: str = "STEER", device: str | None = None
                 ) -> tuple[SteerModel, LibraryLaw]:
     """The joint fit (module docstring): ALS start, then L-BFGS on the joint loss for ``iterations`` steps.
 
+    Arguments:
+        device: where L-BFGS runs (a Config's ``device``; None: the CPU).
     Returns:
-        the fitted model (normalised factors) and the final sparse library law, in the model's coordinates.
+        the fitted model (normalised factors) and the final sparse library law, in the model's coordinates, on the
+        CPU.
     """
     K, T, N = p.z.shape
     model = SteerModel(N, p.phi.shape[-1], R, p.u.shape[-1], K, feature=feature, dt=dt, shared=shared)
@@ -144,9 +155,15 @@ def train_steer(p: Prepared, *, R: int, feature: str, dt: float, shared: bool, i
         for name, value in init.items():
             getattr(model, name).copy_(torch.as_tensor(value, dtype=torch.float32))
     law = LibraryLaw(R, fit_library(init["c"], p.ubar.numpy(), rule_horizon))
+    dev = resolve_device(device)
+    model.to(dev)
+    law.to(dev)
+    on_dev = p.to(dev)
     params = [q for q in model.parameters() if q.requires_grad] + [law.xi]
-    model.fit_evaluations = lbfgs(params, lambda: steer_loss(model, law, p, lambda_cons, lambda_smooth, lambda_orth),
+    model.fit_evaluations = lbfgs(params,
+                                  lambda: steer_loss(model, law, on_dev, lambda_cons, lambda_smooth, lambda_orth),
                                   iterations, progress=progress, desc=desc)
+    model.to("cpu")
     model.normalise()
     xi = fit_library(model.c.detach().double().numpy(), p.ubar.numpy(), rule_horizon)
     final = LibraryLaw(R, xi)
@@ -166,17 +183,19 @@ def steer_loss(model: SteerModel, law: LibraryLaw, p: Prepared, lambda_cons: flo
 
 
 def train_mlp_law(c: np.ndarray, ubar: np.ndarray, *, hidden: int, iterations: int, lr: float, horizon: int = 4,
-                  seed: int = 0) -> MLPLaw:
+                  seed: int = 0, device: str | None = None) -> MLPLaw:
     """g as a small residual network, fitted to the learned coefficients by rollouts of up to ``horizon`` sessions.
 
     Arguments:
         c: (K, R) learned coefficients; ubar: (K,).
+        device: where it trains (a Config's ``device``; None: the CPU); the law comes back on the CPU.
     """
     torch.manual_seed(seed)
-    ct = torch.as_tensor(c, dtype=torch.float32)
-    ut = torch.as_tensor(ubar, dtype=torch.float32)
+    dev = resolve_device(device)
+    ct = torch.as_tensor(c, dtype=torch.float32, device=dev)
+    ut = torch.as_tensor(ubar, dtype=torch.float32, device=dev)
     K, R = ct.shape
-    law = MLPLaw(R, hidden)
+    law = MLPLaw(R, hidden).to(dev)
     law.mu.copy_(ct.mean(0))
     law.scale.copy_(ct.std(0).clamp_min(1e-3) if K > 1 else torch.ones(R))
     opt = torch.optim.Adam(law.parameters(), lr=lr, weight_decay=1e-4)
@@ -189,17 +208,18 @@ def train_mlp_law(c: np.ndarray, ubar: np.ndarray, *, hidden: int, iterations: i
             loss = loss + (((x - ct[j + 1: K - L + j + 1]) / law.scale) ** 2).mean()
         loss.backward()
         opt.step()
-    return law
+    return law.to("cpu")
 
 
 def train_gru(p: Prepared, start: dict[str, np.ndarray], *, hidden: int, iterations: int, seed: int = 0,
-              progress: bool = False) -> SessionGRU:
+              progress: bool = False, device: str | None = None) -> SessionGRU:
     """Black-box baseline, fitted end to end to the one-step loss of the training sessions with STEER's optimiser
     and budget (:func:`lbfgs`, ``iterations`` L-BFGS iterations).
 
     ``start``: W_mean (N, P), B (N, S), b (N,) to start from (the readout's bias is W_mean, so the GRU begins at
     the average connectivity and learns the session-to-session changes). The number of loss evaluations is left in
-    ``gru.fit_evaluations``.
+    ``gru.fit_evaluations``. ``device``: where it trains (a Config's ``device``; None: the CPU); the GRU comes back
+    on the CPU.
     """
     torch.manual_seed(seed)
     K, T, N = p.z.shape
@@ -209,13 +229,16 @@ def train_gru(p: Prepared, start: dict[str, np.ndarray], *, hidden: int, iterati
         gru.readout.bias.copy_(torch.as_tensor(start["W_mean"].ravel(), dtype=torch.float32))
         gru.B.copy_(torch.as_tensor(start["B"], dtype=torch.float32))
         gru.b.copy_(torch.as_tensor(start["b"], dtype=torch.float32))
+    dev = resolve_device(device)
+    gru.to(dev)
+    on_dev = p.to(dev)
 
     def loss() -> torch.Tensor:
-        W, _ = gru.connectivity(p.ubar)
-        return ((p.z - gru.drift(p.phi, p.u, W)) ** 2).mean() * T / p.var_z
+        W, _ = gru.connectivity(on_dev.ubar)
+        return ((on_dev.z - gru.drift(on_dev.phi, on_dev.u, W)) ** 2).mean() * T / on_dev.var_z
 
     gru.fit_evaluations = lbfgs(list(gru.parameters()), loss, iterations, progress=progress, desc="black-box GRU")
-    return gru
+    return gru.to("cpu")
 
 
 def lbfgs(params: list[torch.Tensor], loss: Callable[[], torch.Tensor], iterations: int, *, progress: bool = False,
@@ -270,16 +293,16 @@ def fit_benchmark(name: str, cfg: Config, *, baselines: bool = True, progress: b
         p, R=model_rank(name, cfg), feature=bench.feature, dt=bench.dt, shared=bench.shared,
         iterations=cfg.iterations, lambda_cons=cfg.lambda_cons, lambda_smooth=cfg.lambda_smooth,
         lambda_orth=cfg.lambda_orth, rule_horizon=cfg.rule_horizon, als_iterations=cfg.als_iterations,
-        progress=progress, desc=f"STEER {name}",
+        progress=progress, desc=f"STEER {name}", device=cfg.device,
     )
     fitted = Fitted(bench, train, model, law, make_alignment(bench, model, train))
     if baselines:
         fitted.mlp = train_mlp_law(fitted.c_model, ub, hidden=cfg.mlp_hidden, iterations=cfg.mlp_iterations,
-                                   lr=1e-2, horizon=cfg.rule_horizon, seed=cfg.seed)
+                                   lr=1e-2, horizon=cfg.rule_horizon, seed=cfg.seed, device=cfg.device)
         start = {"W_mean": fitted.connectivity(fitted.c_model.mean(0)), "B": fitted.input_weights("steer")[0],
                  "b": fitted.input_weights("steer")[1]}
         fitted.gru = train_gru(p, start, hidden=cfg.gru_hidden, iterations=cfg.iterations, seed=cfg.seed,
-                               progress=progress)
+                               progress=progress, device=cfg.device)
         with torch.no_grad():
             _, fitted.gru_state = fitted.gru.connectivity(p.ubar)
     return fitted

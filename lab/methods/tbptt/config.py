@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 #: the systems of lab.datasets.systems the method runs on
 SYSTEM_NAMES = ("linear", "rlc", "duffing", "sunspots", "co2")
@@ -15,7 +15,7 @@ MODEL_KINDS = ("lstm", "gru", "lru")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """Truncated BPTT with burn-in: training MSE against the burn-in m, for several window lengths N."""
 
     PROFILES: ClassVar = {
@@ -56,10 +56,6 @@ class Config(BaseConfig):
     n_seeds: Annotated[int, Range(1, 100)] = 2
     """Seeds (seed, seed+1, ...): each seed's runs share their initial weights and batch order across m; the
     claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

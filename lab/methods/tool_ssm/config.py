@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 #: tasks with a pointer-memory agent: multi-digit addition, n-digit times 1-digit multiplication
 TASKS = ("add", "mul")
@@ -19,7 +19,7 @@ LENGTH_FACTOR = 10
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """Tool-augmented SSMs: hard-coded agents' trajectories on short problems, closed-loop tests on long ones
     (defaults = quick)."""
 
@@ -69,11 +69,6 @@ class Config(BaseConfig):
     """Peak learning rate of the transformer (which does not train at the recurrent models' rate)."""
     n_seeds: Annotated[int, Range(1, 100)] = 1
     """Seeds per model (seed, seed+1, ...): initial weights and training problems; claims take the worst seed."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where the models train: cpu, cuda, or auto (CUDA when torch sees a GPU); closed-loop evaluation runs on the
-    CPU."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

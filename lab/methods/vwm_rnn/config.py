@@ -7,13 +7,13 @@ import math
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 
 Steps = Annotated[int, Range(1, 10_000_000)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """A rate RNN fitted to swap-model behaviour by a DDPM loss on its 2-D output, against the same RNN by MSE."""
 
     PROFILES: ClassVar = {
@@ -75,10 +75,6 @@ class Config(BaseConfig):
     """Distance in location above which a trial counts as far."""
     n_seeds: Annotated[int, Range(1, 100)] = 2
     """Seeds (seed, seed+1, ...): weights, training trials and evaluation noise; the claims are means over seeds."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

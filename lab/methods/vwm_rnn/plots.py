@@ -3,11 +3,14 @@ built from the Dataset."""
 
 from __future__ import annotations
 
+import functools
+
 import holoviews as hv
 import numpy as np
 import xarray as xr
 
 from lab.methods.vwm_rnn.model import von_mises_pdf, wrap
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 STYLE = {
@@ -88,30 +91,21 @@ def training_curves(ds: xr.Dataset) -> hv.Layout:
     return hv.Layout(out)
 
 
-def _spread(values) -> str:
-    v = np.asarray(values, float).ravel()
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return "n/a"
-    if v.size < 2:
-        return f"{v.mean():.3f}"
-    return f"{v.mean():.3f} (seeds {v.min():.3f} to {v.max():.3f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    spread = functools.partial(spread_text, fmt=".3f")  # mean (seeds min to max)
     def par(model, param, subset="all"):
         return ds.mixture.sel(model=model, param=param, subset=subset).values
 
     lines = [f"- **Mixture fits over all trials** (mean over {ds.sizes['seed']} seed(s), with the seeds' range):"]
     for model in ("generator", "ddpm", "mse", "untrained"):
-        lines.append(f"  - {STYLE[model]['label']}: w_T {_spread(par(model, 'w_t'))}, w_NT "
-                     f"{_spread(par(model, 'w_nt'))}, w_U {_spread(par(model, 'w_u'))}, κ "
-                     f"{_spread(par(model, 'kappa'))}.")
+        lines.append(f"  - {STYLE[model]['label']}: w_T {spread(par(model, 'w_t'))}, w_NT "
+                     f"{spread(par(model, 'w_nt'))}, w_U {spread(par(model, 'w_u'))}, κ "
+                     f"{spread(par(model, 'kappa'))}.")
     lines.append(f"- **Distance dependence**: w_NT on close minus far trials: generator "
-                 f"{_spread(par('generator', 'w_nt', 'close') - par('generator', 'w_nt', 'far'))}, DDPM "
-                 f"{_spread(par('ddpm', 'w_nt', 'close') - par('ddpm', 'w_nt', 'far'))}, MSE "
-                 f"{_spread(par('mse', 'w_nt', 'close') - par('mse', 'w_nt', 'far'))}.")
+                 f"{spread(par('generator', 'w_nt', 'close') - par('generator', 'w_nt', 'far'))}, DDPM "
+                 f"{spread(par('ddpm', 'w_nt', 'close') - par('ddpm', 'w_nt', 'far'))}, MSE "
+                 f"{spread(par('mse', 'w_nt', 'close') - par('mse', 'w_nt', 'far'))}.")
     lines.append("- The Bays mixture reads responses *between* the two colours partly as swaps: "
                  "where the MSE-trained "
                  "RNN's averaged responses on close trials lean toward the distractor, its fitted w_NT rises with "
@@ -120,11 +114,11 @@ def discussion(ds: xr.Dataset) -> str:
     lines.append(f"- The generator's mean swap probability on these {ds.sizes['trial']} trials is "
                  f"{ds.attrs['generator_swap_rate']:.3f}; the fitted w_NT of its own draws differs from it where the "
                  "two colours are close, since a swap to a nearby colour looks like a target response.")
-    lines.append(f"- The report noise of the surrogate behaviour is narrow (κ {_spread(par('generator', 'kappa'))}); "
-                 f"the networks' responses are broader (DDPM κ {_spread(par('ddpm', 'kappa'))}): at this scale "
+    lines.append(f"- The report noise of the surrogate behaviour is narrow (κ {spread(par('generator', 'kappa'))}); "
+                 f"the networks' responses are broader (DDPM κ {spread(par('ddpm', 'kappa'))}): at this scale "
                  f"(n = {ds.attrs['hidden']} units, T = {ds.attrs['diffusion_steps']} reverse steps, minutes of "
                  "training) the colour memory is coarse, and a broad target component absorbs part of the swaps.")
     cpu = ds.train_cpu_time.values
     if np.isfinite(cpu).any():
-        lines.append(f"- Training CPU time (s): DDPM {_spread(cpu[:, 0])}, MSE {_spread(cpu[:, 1])}.")
+        lines.append(f"- Training CPU time (s): DDPM {spread(cpu[:, 0])}, MSE {spread(cpu[:, 1])}.")
     return "\n".join(lines)

@@ -6,14 +6,14 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import Device
+from lab.core.runtime import RuntimeConfig
 from lab.core.tasks import Rate, Seeds
 
 Share = Annotated[float, Range(0.0, 1.0)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(BaseConfig):
+class Config(RuntimeConfig, BaseConfig):
     """WSC: replay with rank-based resets and weight averaging on a split task stream (defaults = quick)."""
 
     PROFILES: ClassVar = {
@@ -64,10 +64,6 @@ class Config(BaseConfig):
     n_seeds: Seeds = 5
     """Seeds (seed, seed+1, ...): each seed has its own class order, initial weights, buffer and batch order, shared
     by all its variants; the claims are means over seeds, with their spread."""
-    threads: Annotated[int, Range(1, 256)] = 1
-    """Torch threads (1 is fastest for these small models on a shared machine)."""
-    device: Device = "cpu"
-    """Where models train: cpu, cuda, or auto (CUDA when torch sees a GPU); evaluation runs on the CPU."""
 
     def validate(self) -> None:
         if self.claim_share not in self.replay_shares:

@@ -7,6 +7,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
+from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
 __all__ = ["VARIANT_STYLE", "accuracy_matrix", "accuracy_vs_memory", "cost", "discussion", "last_task_loss",
@@ -119,37 +120,29 @@ def cost(ds: xr.Dataset) -> hv.Bars:
 # ------------------------------------------------------------------------------------------------------------------
 # The notebook's discussion: its numbers read from the Dataset.
 # ------------------------------------------------------------------------------------------------------------------
-def _spread(values) -> str:
-    values = np.asarray(values, float).ravel()
-    values = values[np.isfinite(values)]
-    if values.size < 2:
-        return f"{values.mean():.2f}"
-    return f"{values.mean():.2f} (seeds {values.min():.2f} to {values.max():.2f})"
-
-
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     share = float(ds.attrs["claim_share"])
     at = ds.sel(share=share)
 
     def gain(var, a, b="replay"):
-        return _spread(at[var].sel(variant=a).values - at[var].sel(variant=b).values)
+        return spread_text(at[var].sel(variant=a).values - at[var].sel(variant=b).values)
 
     by_share = ", ".join(
         f"{s:g}: {float((ds.acc.sel(share=s, variant='wsc') - ds.acc.sel(share=s, variant='replay')).mean()):+.2f}"
         for s in ds.share.values)
     cpu = at.train_cpu_time.sel(variant="wsc").values / at.train_cpu_time.sel(variant="replay").values
     return "\n".join([
-        f"- **Accuracy** at memory share {share:g} (ACC, %): replay {_spread(at.acc.sel(variant='replay'))}, WSC "
-        f"{_spread(at.acc.sel(variant='wsc'))}; full retraining {_spread(ds.joint_accuracy.mean('task'))}. "
+        f"- **Accuracy** at memory share {share:g} (ACC, %): replay {spread_text(at.acc.sel(variant='replay'))}, WSC "
+        f"{spread_text(at.acc.sel(variant='wsc'))}; full retraining {spread_text(ds.joint_accuracy.mean('task'))}. "
         f"WSC minus replay per seed: {gain('acc', 'wsc')}; a second replay run with another batch order minus "
         f"replay: {gain('acc', 'replay_b')} (what chance alone moves).",
         f"- **WSC minus replay at each memory share** (mean over seeds, pt): {by_share}.",
         f"- **Memory against plasticity** (%): replay's newest-task accuracy falls from "
-        f"{_spread(ds.plasticity.sel(share=ds.share.min(), variant='replay'))} at memory share "
-        f"{float(ds.share.min()):g} to {_spread(at.plasticity.sel(variant='replay'))} at {share:g}, while its BWT "
-        f"rises from {_spread(ds.bwt.sel(share=ds.share.min(), variant='replay'))} to "
-        f"{_spread(at.bwt.sel(variant='replay'))}: the paper's shift from stability to plasticity.",
+        f"{spread_text(ds.plasticity.sel(share=ds.share.min(), variant='replay'))} at memory share "
+        f"{float(ds.share.min()):g} to {spread_text(at.plasticity.sel(variant='replay'))} at {share:g}, while its "
+        f"BWT rises from {spread_text(ds.bwt.sel(share=ds.share.min(), variant='replay'))} to "
+        f"{spread_text(at.bwt.sel(variant='replay'))}: the paper's shift from stability to plasticity.",
         f"- **Plasticity** (newest-task accuracy, gain over replay, pt): reset only {gain('plasticity', 'reset')}, "
         f"averaging only {gain('plasticity', 'swa')}, WSC {gain('plasticity', 'wsc')}.",
         f"- **Stability** (BWT gain over replay, pt): averaging only {gain('bwt', 'swa')}, reset only "
@@ -157,7 +150,7 @@ def discussion(ds: xr.Dataset) -> str:
         f"- **Resets** kept {float(np.nanmean(at.reset_kept.sel(variant='wsc'))):.0%} of the weights, holding "
         f"{float(np.nanmean(at.reset_score_mass.sel(variant='wsc'))):.0%} of the importance |m|·v.",
         f"- **Cost**: every run took {int(at.train_steps.max())} optimiser steps on tasks 1..; WSC's CPU time was "
-        f"{_spread(cpu)} x replay's.",
+        f"{spread_text(cpu)} x replay's.",
         f"- {ds.sizes['seed']} seed(s) of a {ds.attrs['stream']} stream of {ds.attrs['n_tasks']} tasks, "
         f"{ds.attrs['steps_per_task']} steps per task.",
     ])

@@ -45,6 +45,10 @@ PROFILE_ENV = "LAB_DASHBOARD_PROFILE"
 #: profiles a dashboard can show (full is for long runs, not for interaction)
 PROFILES = ("quick", "ci")
 
+#: one background job works at a time in a server process: trainings seed the process-wide random generators
+#: (torch, NumPy), and two at once would interleave their draws and make results depend on timing
+_WORK_LOCK = threading.Lock()
+
 HEADER_STYLE = {"background": "#1f5fa8", "color": "white", "padding": "4px 16px", "border-radius": "4px"}
 
 
@@ -112,7 +116,7 @@ class BackgroundJob:
     ``start(work, ...)`` runs ``work(report)`` in a daemon thread; ``report(done, total=None, **extra)`` updates the
     progress from there. A periodic callback on the server refreshes the bar and the status (``describe(info)``)
     and, when the thread ends, calls ``on_done()`` or shows the error. Place ``job.status`` and ``job.progress`` in
-    the layout.
+    the layout. One job of the process works at a time; the others wait their turn.
     """
 
     def __init__(self, period_ms: int = 250):
@@ -150,7 +154,8 @@ class BackgroundJob:
 
         def run():
             try:
-                work(report)
+                with _WORK_LOCK:
+                    work(report)
             except Exception as exc:  # noqa: BLE001 - shown in the page
                 self.error = f"{name} failed: {type(exc).__name__}: {exc}"
 

@@ -85,3 +85,30 @@ def test_a_viewer_with_nothing_to_prepare_is_ready_at_once():
 
     viewer = Plain(profile="ci")
     assert viewer.ready and not viewer.job.running
+
+
+def test_background_jobs_work_one_at_a_time():
+    """Two jobs of one server process never work at once (trainings seed the process-wide generators)."""
+    import threading
+
+    from dashboards.viewer import BackgroundJob
+
+    inside, overlaps = [0], []
+    guard = threading.Lock()
+
+    def work(report):
+        with guard:
+            inside[0] += 1
+            overlaps.append(inside[0])
+        time.sleep(0.2)
+        with guard:
+            inside[0] -= 1
+        report(1)
+
+    jobs = [BackgroundJob(), BackgroundJob()]
+    for i, job in enumerate(jobs):
+        job._poller = object()  # no server here: poll by hand below
+        job.start(work, total=1, message="", describe=None, on_done=None, name=f"job{i}")
+    for job in jobs:
+        job._thread.join(timeout=30)
+    assert overlaps == [1, 1]

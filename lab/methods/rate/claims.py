@@ -1,0 +1,161 @@
+"""RATE's claims, each read from the run's Dataset alone: closed-loop success (%) on T-Mazes per seed, agent and
+corridor length; every claim states its statistic (the mean over seeds; the table shows the spread).
+
+The lengths a claim reads come from the Dataset's attrs: K (``segment_length``, the short DT's context),
+T_train = K x N (``train_max``, the longest training corridor) and the longest test corridor (at least 10 x
+T_train, checked by the Config).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from lab.claims import Claim, Measurement, over_seeds
+
+
+def _at(ds: xr.Dataset, variant: str, length: int) -> np.ndarray:
+    """Per seed: the agent's success at one corridor length."""
+    return ds.success.sel(variant=variant, length=length).values
+
+
+def _longest(ds: xr.Dataset) -> int:
+    return int(ds.length.values.max())
+
+
+def _success_at(variant: str, where: str):
+    def measure(ds: xr.Dataset) -> Measurement:
+        length = {"train": int(ds.attrs["train_max"]), "longest": _longest(ds),
+                  "context": int(ds.attrs["segment_length"])}[where]
+        values = _at(ds, variant, length)
+        factor = length / int(ds.attrs["train_max"])
+        return over_seeds(values, "mean", f"{variant} at a corridor of {length} steps ({factor:g} x the training "
+                                          f"length), seeds {values.min():.0f} to {values.max():.0f}%")
+
+    return measure
+
+
+def _beyond_context(variant: str):
+    """Per seed: the agent's mean success over the corridors longer than K (the clue out of a short DT's
+    context)."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        K = int(ds.attrs["segment_length"])
+        far = [int(L) for L in ds.length.values if L > K]
+        values = ds.success.sel(variant=variant, length=far).mean("length").values
+        return over_seeds(values, "mean", f"{variant}, mean over corridors {far} (> K = {K})")
+
+    return measure
+
+
+def _report(variant: str):
+    def measure(ds: xr.Dataset) -> Measurement:
+        values = _at(ds, variant, _longest(ds))
+        return over_seeds(values, "mean", f"{variant} at a corridor of {_longest(ds)} steps")
+
+    return measure
+
+
+def _minigrid(ds: xr.Dataset) -> Measurement:
+    if "minigrid_success" not in ds:
+        raise ValueError(f"MiniGrid-Memory is not run at this profile (envs={ds.attrs.get('envs')}); it runs at "
+                         "ci and full")
+    mg = ds.minigrid_success.mean("seed")
+    others = ", ".join(f"{v} {float(mg.sel(variant=v)):.0f}%" for v in ds.variant.values if v != "rate")
+    return over_seeds(ds.minigrid_success.sel(variant="rate").values, "mean",
+                      f"rate on MiniGrid-MemoryS{ds.attrs['minigrid_size']}-v0; {others}")
+
+
+_CHANCE = "chance is 50% (two arms); 60%: the research brief's bar for 'falls to chance'"
+
+CLAIMS = [
+    Claim(
+        name="rate_at_training_length",
+        statement="RATE solves the T-Maze at the training length T_train = K x N (mean success over seeds)",
+        source="paper, T-Maze figure: 100% success at every length trained on",
+        measure=_success_at("rate", "train"),
+        op=">=",
+        threshold=95.0,
+        threshold_source="research brief's pass rule: RATE >= 95% at T_train",
+        unit="%",
+        control=_success_at("dt_short", "train"),
+        control_label="DT with a context of one segment (K steps) at T_train: the clue has left its context",
+    ),
+    Claim(
+        name="rate_far_beyond_training",
+        statement="RATE keeps succeeding on T-Mazes at least 10x longer than any seen in training, its memory "
+                  "carried through every segment (mean success over seeds)",
+        source="paper, T-Maze figure: 100% up to 9600 steps when trained on corridors up to 900",
+        measure=_success_at("rate", "longest"),
+        op=">=",
+        threshold=80.0,
+        threshold_source="research brief's pass rule: RATE >= 80% at 10 x T_train",
+        unit="%",
+        control=_success_at("dt_short", "longest"),
+        control_label="DT with a context of K steps at the same length",
+    ),
+    Claim(
+        name="dt_falls_to_chance",
+        statement="A Decision Transformer falls to chance once the clue leaves its context: mean success over "
+                  "every corridor longer than its context K (mean over seeds)",
+        source="paper, T-Maze figure: DT ~50% once the episode is longer than its context",
+        measure=_beyond_context("dt_short"),
+        op="<=",
+        threshold=60.0,
+        threshold_source=_CHANCE,
+        unit="%",
+        control=_success_at("dt_short", "context"),
+        control_label="the same DT on a corridor of K steps (the clue inside its context): it must succeed",
+    ),
+    Claim(
+        name="no_valve_behaves_like_dt",
+        statement="Without the Memory Retention Valve (the written memory passed straight on) RATE behaves like DT: "
+                  "at chance on the longest corridor (mean over seeds)",
+        source="paper, ablation: RATE without MRV loses the T-Maze's long-range memory (research brief: 'without "
+               "MRV it behaves like DT')",
+        measure=_success_at("rate_no_valve", "longest"),
+        op="<=",
+        threshold=60.0,
+        threshold_source=_CHANCE,
+        unit="%",
+        control=_success_at("rate", "longest"),
+        control_label="RATE with the valve at the same length",
+    ),
+    Claim(
+        name="dt_long_context_beyond_training",
+        statement="A DT whose context covers a whole training episode (K x N steps), on the longest corridor",
+        source="paper: DT with a long context as a baseline; no number at our lengths",
+        measure=_report("dt_long"),
+        op=">=",
+        threshold=80.0,
+        threshold_source="shown beside RATE's bar (80%), no verdict",
+        unit="%",
+        no_control="a report row: the baseline's value, shown without a verdict",
+        report=True,
+    ),
+    Claim(
+        name="gru_beyond_training",
+        statement="GRU behaviour cloning on the longest corridor (a recurrent baseline with unbounded memory)",
+        source="paper: GRU-style recurrent baselines; no number at our lengths",
+        measure=_report("gru"),
+        op=">=",
+        threshold=80.0,
+        threshold_source="shown beside RATE's bar (80%), no verdict",
+        unit="%",
+        no_control="a report row: the baseline's value, shown without a verdict",
+        report=True,
+    ),
+    Claim(
+        name="minigrid_memory",
+        statement="RATE on MiniGrid-Memory from oracle episodes (success; the other agents in the detail)",
+        source="paper, MiniGrid-Memory results (RATE beside DT and recurrent baselines)",
+        measure=_minigrid,
+        op=">=",
+        threshold=80.0,
+        threshold_source="shown beside RATE's T-Maze bar (80%), no verdict",
+        unit="%",
+        no_control="a report row: a second environment, shown without a verdict (run at ci and full only: quick's "
+                   "budget goes to the T-Maze's claims)",
+        report=True,
+    ),
+]

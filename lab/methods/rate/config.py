@@ -1,0 +1,115 @@
+"""Configuration of the RATE experiments: train on short T-Mazes from oracle trajectories, test on long ones."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import RuntimeConfig
+from lab.core.tasks import Rate, Seeds, WeightDecay
+
+#: the agents: RATE, RATE without the Memory Retention Valve (write-memory passed straight), Decision Transformers
+#: with a short context (one segment, K steps) and a long one (the whole training episode), GRU behaviour cloning
+VARIANTS = ("rate", "rate_no_valve", "dt_short", "dt_long", "gru")
+#: environments: the T-Maze written here (numpy) and minigrid's Memory task
+ENVS = ("tmaze", "minigrid")
+#: the paper's "far longer than seen in training" (research brief: RATE >= 80% at 10x the training length)
+LENGTH_FACTOR = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(RuntimeConfig, BaseConfig):
+    """RATE on T-Mazes (and minigrid's Memory task): oracle trajectories of corridors up to K x N steps, closed-loop
+    tests on corridors up to 10x longer (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(segment_length=4, n_segments=2, eval_lengths=(4, 8, 80), n_memory=2, d_model=16, n_layers=1,
+                   steps=12, batch_size=8, n_train=4, n_eval=8, n_seeds=2, envs=("tmaze", "minigrid"),
+                   minigrid_steps=4, minigrid_episodes=4, minigrid_eval=2),
+        "quick": {},
+        "full": dict(segment_length=30, n_segments=3, eval_lengths=(30, 90, 300, 900, 2700), steps=3000,
+                     n_eval=200, n_seeds=5, envs=("tmaze", "minigrid"), minigrid_size=13, minigrid_steps=3000,
+                     minigrid_episodes=1000, minigrid_eval=100),
+    }
+
+    envs: Annotated[tuple[str, ...], Choices(*ENVS), Each(unique=True)] = ("tmaze",)
+    """Environments: 'tmaze' (the claims' environment) and 'minigrid' (MiniGrid-Memory, a report row; at ci and full
+    only, quick's budget goes to the T-Maze)."""
+    segment_length: Annotated[int, Range(1, 1000)] = 10
+    """K: time steps per segment (3K tokens: return-to-go, observation, action); also the short DT's context."""
+    n_segments: Annotated[int, Range(1, 100)] = 3
+    """N: segments of the longest training episode; training corridors have 2 to K x N steps (T_train = K x N, the
+    long DT's context)."""
+    eval_lengths: Annotated[tuple[int, ...], Range(2, 100_000), Each(increasing=True)] = (10, 30, 90, 300)
+    """Corridor lengths of the closed-loop tests (each >= 2). The claims read K (the clue inside the short DT's
+    context), T_train and the longest (at least 10 x T_train)."""
+    n_memory: Annotated[int, Range(1, 64)] = 4
+    """Memory tokens M_n (read prefix and write suffix of every segment)."""
+    d_model: Annotated[int, Range(8, 1024)] = 64
+    """Width of every model (transformers and GRU)."""
+    n_layers: Annotated[int, Range(1, 12)] = 2
+    """Transformer blocks (RATE, DTs); GRU layers."""
+    n_heads: Annotated[int, Range(1, 16)] = 2
+    """Attention heads of the transformer and of the Memory Retention Valve."""
+    steps: Annotated[int, Range(1, 1_000_000)] = 300
+    """Optimiser steps of every agent (equal budgets)."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 32
+    """Trajectories per step (one corridor length per batch)."""
+    lr: Rate = 3e-3
+    """Peak learning rate (AdamW, warm-up then cosine decay)."""
+    weight_decay: WeightDecay = 0.0
+    """AdamW weight decay."""
+    turn_weight: Annotated[float, Range(1.0, 1000.0)] = 10.0
+    """Loss weight of the final turn against each corridor step (only the turn is rewarded: research brief's
+    pitfall)."""
+    n_train: Annotated[int, Range(1, 100_000)] = 64
+    """Oracle trajectories per training corridor length (the offline data set)."""
+    n_eval: Annotated[int, Range(2, 100_000)] = 64
+    """Test episodes per corridor length (half of them with each clue)."""
+    minigrid_size: Annotated[int, Choices(7, 11, 13)] = 7
+    """Size of MiniGrid-Memory (MiniGrid-MemoryS7/S11/S13-v0)."""
+    minigrid_segment_length: Annotated[int, Range(1, 1000)] = 5
+    """K on MiniGrid-Memory (segment of RATE, context of the short DT): shorter than an episode (8 to 21 steps from
+    S7 to S13), so that the room's object leaves the short DT's context before the choice."""
+    minigrid_steps: Annotated[int, Range(1, 1_000_000)] = 800
+    """Optimiser steps of each agent on MiniGrid-Memory."""
+    minigrid_episodes: Annotated[int, Range(2, 100_000)] = 300
+    """Oracle episodes of MiniGrid-Memory (the offline data set)."""
+    minigrid_eval: Annotated[int, Range(1, 100_000)] = 40
+    """Test episodes on MiniGrid-Memory per agent and seed."""
+    n_seeds: Seeds = 3
+    """Seeds (seed, seed+1, ...): each draws its own data, initial weights and test episodes; claims are means
+    over seeds, with their spread."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The seeds of the run: ``seed, ..., seed + n_seeds - 1``."""
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    @property
+    def train_max(self) -> int:
+        """T_train = K x N: the longest training corridor, the long DT's context."""
+        return self.segment_length * self.n_segments
+
+    def validate(self) -> None:
+        if self.d_model % self.n_heads:
+            raise bad_value("n_heads", self.n_heads, f"a divisor of d_model={self.d_model}")
+        if self.train_max < 2:
+            raise bad_value("n_segments", self.n_segments, "K x N >= 2 (a corridor has at least 2 steps)")
+        if self.train_max <= self.segment_length:
+            raise bad_value("n_segments", self.n_segments,
+                            "at least 2: the training episode must be longer than the short DT's context K, or the "
+                            "clue never leaves it")
+        if self.segment_length not in self.eval_lengths:
+            raise bad_value("eval_lengths", self.eval_lengths,
+                            f"lengths that include segment_length={self.segment_length} (the control of DT's "
+                            "fall: the clue inside its context)")
+        if self.train_max not in self.eval_lengths:
+            raise bad_value("eval_lengths", self.eval_lengths,
+                            f"lengths that include K x N = {self.train_max} (the training length)")
+        longest = max(self.eval_lengths)
+        if longest < LENGTH_FACTOR * self.train_max:
+            raise bad_value("eval_lengths", self.eval_lengths,
+                            f"a longest corridor of at least {LENGTH_FACTOR} x K x N = "
+                            f"{LENGTH_FACTOR * self.train_max} (the claims test far beyond training)")

@@ -161,14 +161,15 @@ def _n_slices(bsz: int, groups: int, per_group: int) -> int:
 
 
 class _SelectiveScanFn(torch.autograd.Function):
-    """The fused core: ``(u, dt, A, B, C, D, h0) -> (y, last_state)`` with ``y = C . h + D u`` (no gate).
+    """The fused core: ``(u, dt, A, B, C, D, h0[, z]) -> (y, last_state)`` with ``y = C . h + D u``, times
+    ``silu(z)`` when ``z`` is given (Numba only; the kernel then also keeps ``y`` before the gate for the backward).
 
-    ``dt`` already includes ``delta_bias`` and softplus, and the ``silu(z)`` gate is applied afterwards; those are
-    ``(batch, channels, length)`` element-wise ops that autograd differentiates on its own.
+    ``dt`` already includes ``delta_bias`` and softplus; those are ``(batch, channels, length)`` element-wise ops
+    that autograd differentiates on its own (so is the Triton path's gate, applied afterwards).
     """
 
     @staticmethod
-    def forward(ctx, u, dt, A, B, C, D, h0, keep, backend):
+    def forward(ctx, u, dt, A, B, C, D, h0, keep, backend, z=None):
         bsz, dim, length = u.shape
         state = A.shape[1]
         groups = 1 if B.dim() == 3 else B.shape[1]
@@ -181,6 +182,9 @@ class _SelectiveScanFn(torch.autograd.Function):
         y = torch.empty_like(u_)
         last = torch.empty(bsz, dim, state, dtype=u.dtype, device=u.device)
         ckpt = torch.empty(bsz, dim, n_chunks if save else 1, state, dtype=u.dtype, device=u.device)
+        gate = z is not None  # numba only: y *= silu(z) inside the kernel, which keeps y before the gate
+        z_ = z.detach() if gate else y  # any strides (the Mamba block passes a view of its in-projection)
+        ypre = torch.empty_like(u_) if gate and save else y
         if backend == "numba":
             from ._numba import selective_scan as nk
 
@@ -188,7 +192,7 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 4):
                 nk.selective_scan_forward(
                     u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(),
-                    keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save,
+                    keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), ypre.numpy(), gate,
                 )  # fmt: skip
         else:
             from ._triton import selective_scan as tk
@@ -197,17 +201,24 @@ class _SelectiveScanFn(torch.autograd.Function):
             Cx = (C.detach().unsqueeze(1) if C.dim() == 3 else C.detach()).contiguous()
             tk.forward(u_, dt_, A_, Bx, Cx, Dv, h0v, y, last, ckpt, save)
         ctx.backend, ctx.groups, ctx.flags = backend, groups, (D is not None, h0 is not None, B.dim())
-        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, keep, ckpt)
+        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, keep, ckpt, z_ if gate else None,
+                              ypre if gate and save else None)
         return y, last
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gy, glast):
-        u, dt, A, Bx, Cx, Dv, h0v, keep, ckpt = ctx.saved_tensors
+        u, dt, A, Bx, Cx, Dv, h0v, keep, ckpt, z, ypre = ctx.saved_tensors
         has_d, has_h0, b_dim = ctx.flags
         bsz, dim, length = u.shape
         state, groups = A.shape[1], ctx.groups
         gy = torch.zeros_like(u) if gy is None else gy.contiguous()
+        dz = None
+        if z is not None:  # the fused gate y = ypre * silu(z)
+            sig = torch.sigmoid(z)
+            gate = z * sig
+            dz = gy * ypre * (sig + gate * (1 - sig))
+            gy = gy * gate
         dh0 = torch.zeros_like(h0v) if glast is None else glast.clone(memory_format=torch.contiguous_format)
         du, ddt = torch.empty_like(u), torch.empty_like(u)
         if ctx.backend == "numba":
@@ -235,7 +246,7 @@ class _SelectiveScanFn(torch.autograd.Function):
             dA, dB, dC, dD = tk.backward(u, dt, A, Bx, Cx, Dv, h0v, ckpt, gy, du, ddt, dh0)
         if b_dim == 3:
             dB, dC = dB[:, 0], dC[:, 0]
-        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None, None
+        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None, None, dz
 
 
 def _chunk(backend: str) -> int:
@@ -306,6 +317,9 @@ def selective_scan(
     dt = delta if delta_bias is None else delta + delta_bias[:, None]
     if delta_softplus:
         dt = F.softplus(dt)
+    if backend == "numba":  # the gate is fused into the kernel
+        y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, keep, backend, z)
+        return (y, last) if return_last_state else y
     y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, keep, backend)
     if z is not None:
         y = y * F.silu(z)

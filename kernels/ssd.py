@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ._common import REAL_DTYPES, check_tensor
+from ._ssd_numba import numba_stage
 
 __all__ = ["HOOK_POINTS", "ssd", "ssd_bmm", "ssd_chunk_cumsum", "ssd_chunk_scan", "ssd_chunk_state", "ssd_ref",
            "ssd_state_passing"]
@@ -107,15 +108,17 @@ def ssd_chunk_cumsum(dt, A, chunk_size, dt_bias=None, dt_softplus=False, dt_limi
     return dt, torch.cumsum(dt * A[None, :, None, None], dim=-1)
 
 
-def ssd_bmm(C, B, chunk_size):
+def ssd_bmm(C, B, chunk_size, *, backend="torch"):
     """Stage 2: ``C_i . B_j`` inside each chunk, per group (heads of a group share it).
 
     Arguments:
-        C, B: ``(batch, length, groups, state)``.
+        C, B: ``(batch, length, groups, state)``. backend: ``torch`` or ``numba`` (as for every stage below).
 
     Returns:
         ``(batch, chunks, groups, chunk_size, chunk_size)``.
     """
+    if _numba(backend):
+        return numba_stage("bmm", chunk_size, C, B)
     bsz, length, groups, state = B.shape
     q = int(chunk_size)
     pad = (-length) % q
@@ -132,7 +135,7 @@ def _same_seq(seq_idx, chunk_size):
     return s, s[..., :, None] == s[..., None, :]
 
 
-def ssd_chunk_state(B, x, dt, dA_cumsum, seq_idx=None):
+def ssd_chunk_state(B, x, dt, dA_cumsum, seq_idx=None, *, backend="torch"):
     """Stage 3: the state each chunk leaves at its end, starting from zero.
 
     Arguments:
@@ -143,6 +146,8 @@ def ssd_chunk_state(B, x, dt, dA_cumsum, seq_idx=None):
     Returns:
         ``(batch, chunks, heads, headdim, state)``.
     """
+    if _numba(backend, seq_idx):
+        return numba_stage("chunk_state", dt.shape[-1], B, x, dt, dA_cumsum)
     bsz, length, heads, headdim = x.shape
     groups, q = B.shape[2], dt.shape[-1]
     pad = (-length) % q
@@ -157,7 +162,8 @@ def ssd_chunk_state(B, x, dt, dA_cumsum, seq_idx=None):
     return torch.einsum("bcjhn,bhcj,bcjhp->bchpn", Bh, to_end, xc)
 
 
-def ssd_state_passing(chunk_states, dA_cumsum, initial_states=None, seq_idx=None, chunk_size=None):
+def ssd_state_passing(chunk_states, dA_cumsum, initial_states=None, seq_idx=None, chunk_size=None, *,
+                      backend="torch"):
     """Stage 4: carry the states across chunks (a short recurrence over the chunks).
 
     Arguments:
@@ -170,6 +176,8 @@ def ssd_state_passing(chunk_states, dA_cumsum, initial_states=None, seq_idx=None
         ``(states, final)``: the state entering each chunk ``(batch, chunks, heads, headdim, state)`` and the final
         state ``(batch, heads, headdim, state)``.
     """
+    if _numba(backend, seq_idx):
+        return numba_stage("state_passing", dA_cumsum.shape[-1], chunk_states, dA_cumsum, initial_states)
     bsz, n_c, heads, headdim, state = chunk_states.shape
     h = (chunk_states.new_zeros(bsz, heads, headdim, state) if initial_states is None
          else initial_states.to(chunk_states.dtype))
@@ -190,7 +198,7 @@ def ssd_state_passing(chunk_states, dA_cumsum, initial_states=None, seq_idx=None
     return states, h
 
 
-def ssd_chunk_scan(CB, x, dt, dA_cumsum, C, states, D=None, z=None, seq_idx=None):
+def ssd_chunk_scan(CB, x, dt, dA_cumsum, C, states, D=None, z=None, seq_idx=None, *, backend="torch"):
     """Stage 5: the outputs: the masked intra-chunk product plus what the entering state gives, then D and z.
 
     Arguments:
@@ -202,6 +210,9 @@ def ssd_chunk_scan(CB, x, dt, dA_cumsum, C, states, D=None, z=None, seq_idx=None
     Returns:
         ``(batch, length, heads, headdim)``.
     """
+    if _numba(backend, seq_idx):
+        y = numba_stage("chunk_scan", dt.shape[-1], CB, x, dt, dA_cumsum, C, states) + _skip(x, D)
+        return y if z is None else y * F.silu(z)
     bsz, length, heads, headdim = x.shape
     groups, q = C.shape[2], dt.shape[-1]
     rep = heads // groups
@@ -226,6 +237,15 @@ def ssd_chunk_scan(CB, x, dt, dA_cumsum, C, states, D=None, z=None, seq_idx=None
     if z is not None:
         y = y * F.silu(z)
     return y
+
+
+def _numba(backend: str, seq_idx=None) -> bool:
+    """Whether a stage runs on the Numba kernels (``backend`` checked; packed sequences are torch-only)."""
+    if backend not in ("torch", "numba"):
+        raise ValueError(f"backend={backend!r} is not allowed for an SSD stage; allowed: 'torch', 'numba'")
+    if backend == "numba" and seq_idx is not None:
+        raise ValueError("seq_idx is not supported by backend='numba' for ssd yet; allowed backends: 'torch'")
+    return backend == "numba"
 
 
 def _segsum_from_cumsum(a_cum: torch.Tensor) -> torch.Tensor:
@@ -255,7 +275,8 @@ def ssd(x, dt, A, B, C, chunk_size, D=None, initial_states=None, return_final_st
             where it changes (the initial state belongs to the first sequence).
         hooks: ``{point: fn}`` applied to the tensor at each point of :data:`HOOK_POINTS` (``x``, ``B``, ``C``, the
             group products ``CB``, the ``chunk_states`` and the entering ``states``), e.g. to quantise them.
-        backend: ``auto`` or ``torch`` (the stages are torch ops).
+        backend: ``torch`` (the stages as torch ops), ``numba`` (stages 2-5 on Numba kernels, their backward
+            through the torch stages; no ``seq_idx``) or ``auto`` (``torch``: see :mod:`kernels._ssd_numba`).
 
     Returns:
         ``y`` ``(batch, length, heads, headdim)`` in x's dtype (float16/bfloat16 are computed in float32), and the
@@ -263,8 +284,9 @@ def ssd(x, dt, A, B, C, chunk_size, D=None, initial_states=None, return_final_st
         makes that channel NaN from ``t`` on, and also at the earlier steps of ``t``'s chunk (the masked intra-chunk
         matmul multiplies it by zero).
     """
-    if backend not in ("auto", "torch"):
-        raise ValueError(f"backend={backend!r} is not allowed for ssd; allowed: 'auto', 'torch'")
+    if backend not in ("auto", "torch", "numba"):
+        raise ValueError(f"backend={backend!r} is not allowed for ssd; allowed: 'auto', 'torch', 'numba'")
+    stage = "torch" if backend == "auto" else backend
     out_dtype = x.dtype
     if out_dtype in HALF_DTYPES:
         x, dt, A, B, C, D, initial_states, z, dt_bias = (
@@ -284,11 +306,11 @@ def ssd(x, dt, A, B, C, chunk_size, D=None, initial_states=None, return_final_st
     q = int(chunk_size)
     x, B, C = hook("x", x), hook("B", B), hook("C", C)
     dtc, dA_cumsum = ssd_chunk_cumsum(dt, A, q, dt_bias, dt_softplus, dt_limit)
-    CB = hook("CB", ssd_bmm(C, B, q))
-    chunk_states = hook("chunk_states", ssd_chunk_state(B, x, dtc, dA_cumsum, seq_idx))
-    states, final = ssd_state_passing(chunk_states, dA_cumsum, initial_states, seq_idx, q)
+    CB = hook("CB", ssd_bmm(C, B, q, backend=stage))
+    chunk_states = hook("chunk_states", ssd_chunk_state(B, x, dtc, dA_cumsum, seq_idx, backend=stage))
+    states, final = ssd_state_passing(chunk_states, dA_cumsum, initial_states, seq_idx, q, backend=stage)
     states = hook("states", states)
-    y = ssd_chunk_scan(CB, x, dtc, dA_cumsum, C, states, D, z, seq_idx).to(out_dtype)
+    y = ssd_chunk_scan(CB, x, dtc, dA_cumsum, C, states, D, z, seq_idx, backend=stage).to(out_dtype)
     if return_final_states:
         return y, final.to(out_dtype)
     return y

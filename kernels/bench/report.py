@@ -71,6 +71,10 @@ def format_scan_bench(ds) -> str:
     lines.append(
         f"  chunked speed-up: fwd x{float(sp.sel(mode='fwd')):.1f}, fwd+bwd x{float(sp.sel(mode='fwd_bwd')):.1f}"
     )
+    if "chunked_numba" in ds["ssd_impl"].values:
+        sp = ds["ssd_time"].sel(ssd_impl="chunked") / ds["ssd_time"].sel(ssd_impl="chunked_numba")
+        lines.append(f"  numba stages vs torch stages: fwd x{float(sp.sel(mode='fwd')):.2f}, "
+                     f"fwd+bwd x{float(sp.sel(mode='fwd_bwd')):.2f}")
     lines.append("")
     lines.append("targets")
     for t, goal, val, ok in zip(

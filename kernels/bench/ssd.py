@@ -1,4 +1,5 @@
-"""The ``ssd`` part of the scan benchmark: the chunked form vs the sequential recurrence (Mamba-2 sizes)."""
+"""The ``ssd`` part of the scan benchmark: the chunked form (torch stages, and stages 2-5 on Numba) vs the sequential
+recurrence (Mamba-2 sizes)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ __all__ = ["bench_ssd"]
 
 
 def bench_ssd(sizes, chunk, flush, repeats, budget) -> dict[tuple[str, str], list[float]]:
-    """Time :func:`kernels.ssd` (``"chunked"``) and :func:`kernels.ssd_ref` (``"sequential"``) in turns.
+    """Time :func:`kernels.ssd` (``"chunked"``: torch stages; ``"chunked_numba"``: ``backend="numba"``) and
+    :func:`kernels.ssd_ref` (``"sequential"``) in turns.
 
     Arguments:
         sizes: ``(batch, length, heads, headdim, state)``.
@@ -30,11 +32,13 @@ def bench_ssd(sizes, chunk, flush, repeats, budget) -> dict[tuple[str, str], lis
     C = torch.randn(bsz, length, 1, state)
     with torch.no_grad():
         t_fwd = time_round_robin(
-            {"chunked": lambda: ssd(x, dt, A, B, C, chunk), "sequential": lambda: ssd_ref(x, dt, A, B, C)},
+            {"chunked": lambda: ssd(x, dt, A, B, C, chunk, backend="torch"),
+             "chunked_numba": lambda: ssd(x, dt, A, B, C, chunk, backend="numba"),
+             "sequential": lambda: ssd_ref(x, dt, A, B, C)},
             flush,
             repeats,
             budget,
-            warm=("chunked",),
+            warm=("chunked", "chunked_numba"),
         )
 
     def fb(fn):
@@ -45,7 +49,9 @@ def bench_ssd(sizes, chunk, flush, repeats, budget) -> dict[tuple[str, str], lis
         return run
 
     t_fb = time_round_robin(
-        {"chunked": fb(lambda *xs: ssd(*xs, chunk)), "sequential": fb(ssd_ref)}, flush, repeats, budget
+        {"chunked": fb(lambda *xs: ssd(*xs, chunk, backend="torch")),
+         "chunked_numba": fb(lambda *xs: ssd(*xs, chunk, backend="numba")), "sequential": fb(ssd_ref)},
+        flush, repeats, budget,
     )
     res = {(k, "fwd"): v for k, v in t_fwd.items()}
     res.update({(k, "fwd_bwd"): v for k, v in t_fb.items()})

@@ -16,6 +16,12 @@ def causal_conv(x: torch.Tensor, conv: nn.Conv1d, prefix: torch.Tensor | None) -
     Returns the output ``(b, c, L)`` and the last ``k - 1`` inputs (the next prefix).
     """
     k = conv.kernel_size[0]
+    length = x.shape[-1]
+    if prefix is None and length >= k - 1:
+        # zero padding inside the convolution instead of a concatenated copy of x; the k - 1 outputs past the end
+        # are dropped (the output is a view; the next element-wise op makes it dense)
+        y = F.conv1d(x, conv.weight, conv.bias, padding=k - 1, groups=conv.groups)[..., :length]
+        return y, x[..., length - (k - 1):]
     if prefix is None:
         prefix = x.new_zeros(x.shape[0], x.shape[1], k - 1)
     full = torch.cat([prefix, x], dim=-1)  # (b, c, k-1+L)

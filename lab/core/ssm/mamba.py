@@ -6,7 +6,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange
 from torch import nn
 
 import kernels
@@ -14,6 +13,15 @@ import kernels
 from .conv import causal_conv, conv_step, inverse_softplus
 
 __all__ = ["Mamba"]
+
+
+def _per_batch(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``weight @ x[i]`` for every batch element: ``(out, in)`` and ``(b, in, L)`` -> a contiguous ``(b, out, L)``.
+
+    (``torch.matmul`` folds this case into one GEMM over a transposed copy of ``x`` and returns a transposed view;
+    a batched GEMM over the broadcast weight reads ``x`` in place and writes the scan's layout.)
+    """
+    return torch.bmm(weight.expand(x.shape[0], -1, -1), x)
 
 
 class Mamba(nn.Module):
@@ -58,21 +66,28 @@ class Mamba(nn.Module):
         return self.dt_proj(dt), B, C
 
     def forward(self, x: torch.Tensor, state=None, return_state: bool = False):
-        """Parallel form. ``x`` ``(batch, length, d_model)``; ``state`` as from :meth:`initial_state` or None."""
-        xz = rearrange(self.in_proj(x), "b l c -> b c l")
+        """Parallel form. ``x`` ``(batch, length, d_model)``; ``state`` as from :meth:`initial_state` or None.
+
+        Everything runs in the scan's ``(batch, channels, length)`` layout: the four projections are ``W @ x``
+        products per batch element (:func:`_per_batch`), which read their operand in place and write that layout, so
+        no ``(batch, length, d_inner)`` activation is transposed into a copy, forward or backward; only the
+        ``(batch, d_model, length)`` output is, at the end.
+        """
+        xz = _per_batch(self.in_proj.weight, x.transpose(1, 2))  # (b, 2 d_inner, L)
         u, z = xz.chunk(2, dim=1)  # (b, d_inner, L) each
         conv_prefix, h0 = (None, None) if state is None else state
         u, conv_next = causal_conv(u, self.conv, conv_prefix)
         u = F.silu(u)
-        dt, B, C = self._dt_B_C(rearrange(u, "b c l -> b l c"))
+        dbc = _per_batch(self.x_proj.weight, u)  # (b, dt_rank + 2N, L)
+        dt, B, C = torch.split(dbc, [self.dt_rank, self.d_state, self.d_state], dim=1)
+        dt = _per_batch(self.dt_proj.weight, dt)  # (b, d_inner, L), before its bias and softplus
         A = -torch.exp(self.A_log)  # (d_inner, N)
         out = kernels.selective_scan(
-            u, rearrange(dt, "b l c -> b c l"), A, rearrange(B, "b l n -> b n l").contiguous(),
-            rearrange(C, "b l n -> b n l").contiguous(), self.D, z=z, delta_bias=self.dt_bias,
-            delta_softplus=True, h0=h0, return_last_state=return_state,
+            u, dt, A, B, C, self.D, z=z, delta_bias=self.dt_bias, delta_softplus=True, h0=h0,
+            return_last_state=return_state,
         )
         y, h_last = out if return_state else (out, None)
-        y = self.out_proj(rearrange(y, "b c l -> b l c"))
+        y = _per_batch(self.out_proj.weight, y).transpose(1, 2).contiguous()  # (b, L, d_model)
         return (y, (conv_next, h_last)) if return_state else y
 
     def step(self, x_t: torch.Tensor, state):

@@ -397,3 +397,15 @@ def test_index_opens_offline_with_its_pictures(report_dir, browser):
             assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100")
     finally:
         seen["context"].close()
+
+
+def test_headline_png_draws_a_labelled_categorical_heat_map():
+    """A heat map with text placed by category names (a common overlay) still gives a headline image."""
+    import holoviews as hv
+
+    from lab.viz import headline_png
+
+    rows = [(c, r, float(i + j)) for i, c in enumerate("abc") for j, r in enumerate(("x", "y"))]
+    plot = hv.HeatMap(rows, ["col", "row"], "v") * hv.Labels([(c, r, f"{v:.0f}") for c, r, v in rows],
+                                                             ["col", "row"], "text")
+    assert headline_png(plot, max_pixels=200)[:8] == b"\x89PNG\r\n\x1a\n"

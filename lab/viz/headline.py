@@ -80,6 +80,13 @@ def _mpl_options(element, hv) -> dict[str, Any]:
     return out
 
 
+def _categorical_labels(el, hv) -> bool:
+    """Whether ``el`` is a Labels element placed by category names rather than numbers."""
+    if not isinstance(el, hv.Labels):
+        return False
+    return any(el.dimension_values(d).dtype.kind in "OSU" for d in el.kdims)
+
+
 def _for_matplotlib(obj, hv):
     """A copy of ``obj`` whose elements and overlays carry their bokeh look as matplotlib options."""
     def element(el):
@@ -87,6 +94,9 @@ def _for_matplotlib(obj, hv):
         return el.opts(backend="matplotlib", clone=True, **opts) if opts else el
 
     def overlay(ov):  # an overlay keeps its own title, legend placement and axis scales
+        if isinstance(ov, hv.Overlay) and any(isinstance(e, hv.HeatMap) for e in ov):
+            # matplotlib draws a heat map on numbered cells: text placed by category names cannot go on it
+            ov = ov.clone([(k, e) for k, e in ov.data.items() if not _categorical_labels(e, hv)])
         keep = ("title", "legend_position", "logx", "logy", "show_legend", "xlabel", "ylabel")
         opts = {k: v for k, v in _mpl_options(ov, hv).items() if k in keep}
         return ov.opts(backend="matplotlib", clone=True, **opts) if opts else ov

@@ -1,0 +1,139 @@
+"""Configuration of the LWAIL experiments: ICVF pretraining, the Wasserstein critic, DQN in the U-maze and TD3 on
+MuJoCo's InvertedPendulum."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.config import BaseConfig, Choices, Each, Range
+from lab.core.runtime import RuntimeConfig
+from lab.core.tasks import Rate
+
+#: environments: the numpy point-mass U-maze (DQN over 8 directions) and gymnasium's InvertedPendulum-v5 (TD3)
+ENVS = ("maze", "pendulum")
+#: the maze's agents: LWAIL, a second LWAIL agent (other agent seed, same φ: the noise floor of a gap), Euclidean
+#: WAIL (φ = identity), GAIfO (state-pair classifier, reward -log(1 - D)), LWAIL with a random frozen φ (no ICVF),
+#: and the reward ablations sigmoid(-f) - 1 (negative, same shape) and -f (unbounded)
+VARIANTS = ("lwail", "lwail_b", "euclid", "gaifo", "no_icvf", "negative", "raw")
+#: the pendulum's agents (TD3): LWAIL and its negative-reward ablation (the task terminates when the pole falls)
+PENDULUM_VARIANTS = ("lwail", "negative")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(RuntimeConfig, BaseConfig):
+    """LWAIL: imitation from one state-only expert episode with a Wasserstein critic in ICVF's latent space
+    (defaults = quick)."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(envs=("maze", "pendulum"), n_seeds=2, icvf_steps=30, critic_window=480, random_traj=40,
+                   critic_pretrain=10, env_steps=480, n_envs=8, critic_every=240, critic_steps=3, n_eval=8,
+                   eval_points=2, hidden=16, d_latent=8, pendulum_steps=300, pendulum_start=100,
+                   pendulum_icvf_steps=20, pendulum_critic_every=100, pendulum_eval_steps=200, pendulum_seeds=1),
+        "quick": {},
+        "full": dict(envs=("maze", "pendulum"), resolution=3, horizon=40, d_latent=64, n_seeds=5, icvf_steps=6000,
+                     random_traj=600, critic_pretrain=1000, env_steps=60_000, critic_steps=30, updates_per_step=4,
+                     dqn_lr=3e-3, n_eval=64, eval_points=10,
+                     pendulum_steps=30_000, pendulum_seeds=3),
+    }
+
+    envs: Annotated[tuple[str, ...], Choices(*ENVS), Each(unique=True)] = ("maze",)
+    """Environments: 'maze' (the numpy U-maze; the claims on the metric and on success) and 'pendulum' (gymnasium
+    MuJoCo InvertedPendulum-v5, TD3; the return claim). The pendulum does not fit quick's budget: it runs at ci
+    (tiny) and full."""
+    resolution: Annotated[int, Range(1, 8)] = 2
+    """Fine cells per coarse cell of the U-maze (2: 44 free cells, the expert needs 17 moves; 3: 99 cells, 26)."""
+    slip: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.1
+    """Probability that the maze replaces an action by a random one (stochastic dynamics)."""
+    horizon: Annotated[int, Range(2, 10_000)] = 24
+    """Steps of a maze episode (no termination; 24 = about 1.4x the expert's 17 moves at resolution 2, so that
+    matching the expert's state distribution leaves little time to hover)."""
+    random_starts: bool = False
+    """Training episodes start on a random free cell (as D4RL's Maze2D resets); evaluation starts at S."""
+    hidden: Annotated[int, Range(4, 1024)] = 64
+    """Width of every MLP (φ, ψ, T, the critic, the Q network, TD3's actor and critics)."""
+    d_latent: Annotated[int, Range(2, 256)] = 16
+    """Size of ICVF's φ(s) (T(z) is d_latent x d_latent)."""
+    random_traj: Annotated[int, Range(1, 100_000)] = 300
+    """Random-policy trajectories of random_length steps in the maze (ICVF's state-only data; the critic's pretraining
+    negatives)."""
+    random_length: Annotated[int, Range(1, 10_000)] = 40
+    """Steps of each random-policy trajectory (ICVF's same-trajectory goals lie up to this far ahead)."""
+    icvf_steps: Annotated[int, Range(1, 1_000_000)] = 3000
+    """ICVF optimiser steps (maze)."""
+    icvf_batch: Annotated[int, Range(1, 100_000)] = 256
+    """ICVF mini-batch size."""
+    icvf_lr: Rate = 3e-3
+    """ICVF's learning rate (Adam)."""
+    expectile: Annotated[float, Range(0.5, 1.0, hi_open=True)] = 0.9
+    """τ of ICVF's expectile loss (the paper: 0.9)."""
+    gamma: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.99
+    """ICVF's discount (the paper: 0.99)."""
+    icvf_target_rate: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 0.02
+    """Soft target update rate of ICVF (the paper: 0.005 over 10^5-10^6 steps; 0.02 lets the maze's values of up
+    to 19 moves propagate within quick's 3000 steps)."""
+    target_rate: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 0.005
+    """Soft target update rate of TD3 (DQN's is set by dqn_target_rate)."""
+    p_random: Annotated[float, Range(0.0, 1.0)] = 0.3
+    """ICVF goal sampling: share of goals (and intents) drawn at random from the data (the paper: 0.3)."""
+    p_trajectory: Annotated[float, Range(0.0, 1.0)] = 0.5
+    """ICVF goal sampling: share drawn later in the same trajectory (0.5); the rest is the current state (0.2)."""
+    gp: Annotated[float, Range(0.0, 1000.0)] = 10.0
+    """Weight of the critic's gradient penalty."""
+    critic_lr: Rate = 3e-3
+    """Learning rate of the critic (and of GAIfO's discriminator)."""
+    critic_pretrain: Annotated[int, Range(0, 1_000_000)] = 300
+    """Critic pretraining steps, expert vs random transitions (the paper: 2500)."""
+    critic_every: Annotated[int, Range(1, 1_000_000)] = 320
+    """Env steps between critic updates; after each, the whole replay buffer is relabelled."""
+    critic_window: Annotated[int, Range(0, 10_000_000)] = 1920
+    """The agent transitions a critic update sees: the most recent critic_window of the replay buffer (0: all of
+    it), so that the critic tracks the current policy; the relabelling always covers the whole buffer."""
+    critic_steps: Annotated[int, Range(1, 10_000)] = 20
+    """Critic steps per update (the paper: 30)."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 128
+    """Mini-batch of the critic and of the policy learners."""
+    env_steps: Annotated[int, Range(1, 10_000_000)] = 12_000
+    """Maze environment steps of each agent (all parallel environments together)."""
+    n_envs: Annotated[int, Range(1, 1024)] = 32
+    """Parallel maze environments (one DQN update per vector step)."""
+    updates_per_step: Annotated[int, Range(1, 64)] = 2
+    """DQN updates per vector step of the n_envs maze environments."""
+    dqn_lr: Rate = 1e-3
+    """DQN's learning rate."""
+    dqn_gamma: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.99
+    """DQN's discount."""
+    n_step: Annotated[int, Range(1, 100)] = 1
+    """DQN's n-step returns (cut at the episode's end)."""
+    n_eval: Annotated[int, Range(1, 100_000)] = 32
+    """Evaluation episodes per agent (greedy policy, slipping dynamics)."""
+    eval_points: Annotated[int, Range(1, 1000)] = 4
+    """Evaluations along training (the success curve); the last is the agent's success rate."""
+    n_seeds: Annotated[int, Range(1, 100)] = 3
+    """Seeds of the maze (seed, seed+1, ...): random data, ICVF, critic and agent; the claims are means over seeds."""
+    pendulum_steps: Annotated[int, Range(1, 10_000_000)] = 6000
+    """TD3 environment steps on InvertedPendulum-v5 per agent."""
+    pendulum_start: Annotated[int, Range(0, 1_000_000)] = 1000
+    """TD3's first steps with random actions."""
+    pendulum_icvf_steps: Annotated[int, Range(1, 1_000_000)] = 1000
+    """ICVF optimiser steps on the pendulum's random transitions."""
+    pendulum_critic_every: Annotated[int, Range(1, 1_000_000)] = 1000
+    """Pendulum env steps between critic updates (the paper: 4000)."""
+    pendulum_eval_steps: Annotated[int, Range(1, 1000)] = 1000
+    """Length cap of a pendulum evaluation episode (gymnasium's is 1000: the expert's return)."""
+    pendulum_seeds: Annotated[int, Range(1, 100)] = 1
+    """Seeds of the pendulum (seed, seed+1, ...)."""
+    td3_lr: Rate = 1e-3
+    """TD3's learning rate (actor and critics)."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The maze's seeds: ``seed, ..., seed + n_seeds - 1``."""
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        from lab.checks import bad_value
+
+        if self.p_random + self.p_trajectory > 1.0:
+            raise bad_value("p_trajectory", self.p_trajectory,
+                            f"at most 1 - p_random = {1.0 - self.p_random:g} (the rest goes to the current state)")

@@ -1,0 +1,85 @@
+"""The agents dashboard: RATE's agent and the profile's success curves are prepared in the background (then
+cached), LWAIL's agent in a second job; in headless Chromium the page loads cleanly, the rollout, the valve's
+attention and the maps render, and choosing another agent changes the rollout shown."""
+
+import time
+
+import pytest
+
+from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+
+
+@pytest.fixture
+def ci_agents(monkeypatch, tmp_path):
+    """Second-long trainings (the ci profile) stored in a temporary data folder."""
+    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    from lab.methods.lwail import live as lwail_live
+    from lab.methods.rate import live
+
+    fns = (live.trained, live.rollout, live._run, lwail_live.agent, lwail_live.rollout,
+           lwail_live.phi_distance_map, lwail_live.reward_map)
+    for fn in fns:
+        fn.cache_clear()
+    yield tmp_path
+    for fn in fns:
+        fn.cache_clear()
+
+
+def _wait(job, deadline):
+    while job.running and time.time() < deadline:
+        time.sleep(0.2)
+        job._poll()  # what the served page's periodic callback does
+
+
+def _title(obj):
+    return obj.opts.get().kwargs.get("title", "")
+
+
+def test_agents_are_prepared_in_the_background_then_the_views_follow_the_choice(ci_agents):
+    from dashboards.agents import Dashboard
+
+    board = Dashboard()
+    assert board.profile == "ci" and board.variant == "rate"
+    assert "waiting" in board.summary().object  # a placeholder while the agent trains
+    deadline = time.time() + 600
+    _wait(board.job, deadline)
+    assert board.ready and not board.job.error, board.job.error
+    assert "clue" in board.summary().object
+    assert _title(board.path().object).startswith("RATE, corridor of 30 steps")
+    board.corridor_length = 90
+    assert "corridor of 90 steps" in _title(board.path().object)
+    memory = board.memory()  # a row: the attention at every boundary, the last boundary's matrix
+    assert "segment boundar" in _title(memory[0].object)  # the valve's attention at every boundary
+    success = _title(board.success().object)
+    assert success, "the success curve has a title"
+    board.variant = "dt_short"  # a new agent: placeholders again until it is trained
+    assert not board.ready
+    _wait(board.job, deadline)
+    assert board.ready and "no memory valve" in board.memory().object
+    _wait(board.lwail_job, deadline)
+    assert not board.lwail_job.error, board.lwail_job.error
+    row = board.lwail_path()
+    assert len(row) == 2  # the rollout over the maze and the φ-distance map
+    assert board.lwail_reward().object is not None
+
+
+@pytest.mark.browser
+def test_agents_loads_and_a_longer_corridor_changes_the_rollout(page, serve_app, ci_agents):
+    url = serve_app("agents")
+    page.goto(url, wait_until="networkidle", timeout=120_000)
+    wait_for_bokeh(page)
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes('corridor of 30 steps'))",
+                           timeout=300_000)
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('Valve attention'))", timeout=60_000)
+    before = plot_titles(page)
+    handles = page.locator(".noUi-handle")  # the corridor-length slider: the one whose range ends at 3000
+    maxima = [float(handles.nth(i).get_attribute("aria-valuemax")) for i in range(handles.count())]
+    handle = handles.nth(maxima.index(3000.0))
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes('corridor of 31 steps'))",
+                           timeout=60_000)
+    assert plot_titles(page) != before
+    errors = [e for e in page.console_errors if "favicon" not in e]
+    assert errors == [], errors

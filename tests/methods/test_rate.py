@@ -94,6 +94,20 @@ def test_memory_carries_the_clue_and_the_valve_changes_it():
     assert not torch.allclose(out_c[:, 3:], out_a[:, 3:])
 
 
+def test_paper_valve_has_no_residual_path_from_the_old_memory():
+    torch.manual_seed(0)
+    valve = M.MemoryValve(16, 2)
+    old_a, old_b, new = torch.randn(3, 2, 4, 16).unbind(0)
+    with torch.no_grad():
+        assert not torch.allclose(valve(old_a, new)[0], valve(old_b, new)[0])  # M_n is the query: it matters
+        valve.out.weight.zero_()  # the attention's output zeroed: nothing read from M~_{n+1}
+        valve.out.bias.zero_()
+        from_a, from_b = valve(old_a, new)[0], valve(old_b, new)[0]
+        torch.testing.assert_close(from_a, from_b)  # M_{n+1} no longer depends on M_n
+        torch.testing.assert_close(from_a, valve.ffn(valve.norm_ff(torch.zeros(2, 4, 16))))  # it is FFN(norm 0)
+        assert not torch.allclose(from_a + old_a, from_b + old_b)  # (a residual from M_n would carry it through)
+
+
 class _Replay:
     """Feeds a fixed action sequence to the maze while recording the agent's logits (teacher forcing)."""
 

@@ -23,7 +23,7 @@ from lab.methods.rate.config import VARIANTS, Config
 __all__ = ["FORMAT", "VARIANTS", "build", "oracle_data", "scores", "test_episodes", "trained", "train_sampler"]
 
 #: bump when training changes (invalidates cached weights)
-FORMAT = 1
+FORMAT = 2
 
 
 def build(cfg: Config, variant: str, obs_dim: int = E.OBS_DIM, n_actions: int = E.N_ACTIONS,

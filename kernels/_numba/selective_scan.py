@@ -1,16 +1,16 @@
 """Numba CPU kernels for Mamba-1's selective scan, forward and backward, fused.
 
-The forward runs a block of channels of one (batch, group) in lockstep, the channels innermost: the state is a
-``(state, lanes)`` array, so the innermost loop has a fixed trip count and compiles to whole vector registers. The
-backward processes blocks of ``CHANNEL_BLOCK`` channels with the state innermost (a lane-innermost backward was tried:
-with its eleven per-lane arrays LLVM gave up on the runtime alias checks and left it scalar, 2x slower). The
-discretisation ``dA = exp(delta * A)``, ``dB u = delta * B * u`` happens inside the loop, so no
+Both directions run a block of ``LANES`` channels of one (batch, group) in lockstep, the channels innermost: the
+state is a ``(state, lanes)`` array, so the innermost loop has a fixed trip count and compiles to whole vector
+registers. The discretisation ``dA = exp(delta * A)``, ``dB u = delta * B * u`` happens inside the loop, so no
 ``(batch, channels, length, state)`` tensor is ever formed. ``B`` and ``C`` arrive transposed to
 ``(batch, groups, length, state)``; their entries are broadcast to the lanes.
 
 The forward stores the state at the end of every ``CHUNK`` steps (``(batch, channels, n_chunks, state)``, 1/CHUNK of
-the full state history). The backward walks the chunks from last to first, recomputes the chunk's states from its
-checkpoint into a ``(CHUNK, state)`` buffer per channel, then runs the adjoint recurrence backwards through it.
+the full state history). The backward walks the chunks from last to first: it copies the chunk's ``dt``, ``u`` and
+``dy`` of the block's channels to ``[step, lane]`` buffers (contiguous reads along the length instead of a gather
+per step), recomputes the chunk's states and ``exp(dt A)`` from its checkpoint, runs the adjoint recurrence
+backwards through them, and writes the chunk's ``du`` and ``d dt`` back along the length.
 
 The backward parallelises over (batch, group, slice of channel blocks) tasks: every task owns its slice of
 channels, so it can accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial
@@ -29,8 +29,8 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 CHUNK = 64  # steps between stored states (checkpoints) and the length of the backward's recompute buffer
-LANES = 16  # channels the forward runs in lockstep (the innermost, vectorised loop)
-CHANNEL_BLOCK = 8  # channels the backward processes together (one read of B_l, C_l and the dB/dC rows for all)
+LANES = 16  # channels run in lockstep (the innermost, vectorised loop of the forward and of the backward)
+CHANNEL_BLOCK = LANES  # the backward's channel block (the wrapper sizes its channel slices by it)
 
 _FLAGS = {"nsz", "contract", "arcp", "reassoc", "afn"}  # no 'nnan'/'ninf': NaN and inf propagate
 
@@ -187,9 +187,15 @@ def selective_scan_backward(
 ):
     """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of ``y``).
 
-    Channels are processed in blocks of ``CHANNEL_BLOCK``: for every step the block's channels share one read of
-    ``B_l``, ``C_l`` and one read-modify-write of the ``dB``/``dC`` partial rows, which then stay in L1, instead of
-    one per channel.
+    Like the forward, a task runs blocks of ``LANES`` channels in lockstep with the channels innermost (a fixed trip
+    count, whole vector registers; ``B_l[n]``, ``C_l[n]`` broadcast). The per-(state, lane) quantities the adjoint
+    loop writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and ``dC`` terms) are rows of ONE work
+    array ``w[n, k, lane]``, taken as views at compile-time-constant distances, so LLVM proves them disjoint and
+    needs few runtime alias checks (eleven separate arrays exceeded its check limit and stayed scalar; flat indices
+    ``n * K + c`` defeated it too: numba's negative-index wraparound makes such addresses non-affine).
+    ``exp(dt A)`` is computed once, in the recompute pass, and kept for the chunk. ``dB_l[n]`` and ``dC_l[n]`` are
+    sums over the lanes (one short reduction per state and step; a column-wise bulk sum per chunk was 2x slower).
+    Padding lanes (past a group's last channel) run on zeros and add nothing.
 
     Arguments:
         u, dt, A, Bt, Ct, Dv, h0, keep: as in the forward.
@@ -205,88 +211,128 @@ def selective_scan_backward(
     n_s = A.shape[1]
     n_g = Bt.shape[1]
     per_group = n_d // n_g
-    per_slice = (per_group + n_slices - 1) // n_slices
+    per_slice = ((per_group + n_slices - 1) // n_slices + LANES - 1) // LANES * LANES
     n_chunks = (n_l + CHUNK - 1) // CHUNK
-    cb = CHANNEL_BLOCK
+    L = LANES
     for task in prange(n_b * n_g * n_slices):
         b = task // (n_g * n_slices)
         g = (task // n_slices) % n_g
         sl = task % n_slices
-        d0 = g * per_group + sl * per_slice
-        d1 = min(d0 + per_slice, (g + 1) * per_group)
-        hs = np.empty((cb, CHUNK, n_s), dtype=u.dtype)  # states after each step of the chunk, per channel
-        das = np.empty((cb, CHUNK, n_s), dtype=u.dtype)  # exp(dt * A) of each step
-        hst = np.empty((cb, n_s), dtype=u.dtype)  # the state entering the chunk
-        dh = np.empty((cb, n_s), dtype=u.dtype)
-        da_acc = np.empty((cb, n_s), dtype=u.dtype)
-        dd_acc = np.empty(cb, dtype=u.dtype)
+        g1 = (g + 1) * per_group
+        d0 = min(g * per_group + sl * per_slice, g1)
+        d1 = min(d0 + per_slice, g1)
+        hist = np.zeros((CHUNK + 1, n_s, L), dtype=u.dtype)  # state entering step j of the chunk
+        w = np.zeros((n_s, 4, L), dtype=u.dtype)  # [n, k, lane]: adjoint, dA sum, dB and dC terms of the step
+        av = np.zeros((n_s, L), dtype=u.dtype)  # A
+        eb = np.zeros((CHUNK, n_s, L), dtype=u.dtype)  # exp(dt * A) of step j (times keep)
+        io = np.zeros((6, CHUNK, L), dtype=u.dtype)  # the chunk's dt, u, dt * u, dy, du, d dt, [step, lane]
+        gs = np.zeros(L, dtype=u.dtype)
+        us = np.zeros(L, dtype=u.dtype)
+        dd = np.zeros(L, dtype=u.dtype)
+        skip = np.zeros(L, dtype=u.dtype)
         dbp = dB_part[b, g, sl]
         dcp = dC_part[b, g, sl]
         dbp[:, :] = 0
         dcp[:, :] = 0
-        for db0 in range(d0, d1, cb):
-            nb = min(cb, d1 - db0)
-            for ci in range(nb):
-                dh[ci] = dh0[b, db0 + ci]  # the caller preloads dh0 with the gradient of the final state
-                da_acc[ci] = 0
-                dd_acc[ci] = 0
-            for c in range(n_chunks - 1, -1, -1):
-                s0 = c * CHUNK
-                s1 = min(n_l, s0 + CHUNK)
-                for ci in range(nb):
-                    hst[ci] = h0[b, db0 + ci] if c == 0 else ckpt[b, db0 + ci, c - 1]
-                # recompute the chunk's states
-                for j in range(s1 - s0):
+        for db0 in range(d0, d1, L):
+            nb = min(L, d1 - db0)
+            w[:, :, :] = 0
+            av[:, :] = 0
+            io[:, :, :] = 0
+            dd[:] = 0
+            skip[:] = 0
+            hist[:, :, :] = 0
+            for c in range(nb):
+                skip[c] = Dv[db0 + c]
+                for n in range(n_s):
+                    av[n, c] = A[db0 + c, n]
+                    w[n, 0, c] = dh0[b, db0 + c, n]  # the caller preloads dh0 with the final state's gradient
+            for ch in range(n_chunks - 1, -1, -1):
+                s0 = ch * CHUNK
+                m = min(n_l, s0 + CHUNK) - s0
+                for c in range(nb):  # the chunk's inputs, transposed to [step, lane] (contiguous reads along l)
+                    t_in = dt[b, db0 + c, s0:s0 + m]
+                    x_in = u[b, db0 + c, s0:s0 + m]
+                    g_in = dy[b, db0 + c, s0:s0 + m]
+                    for j in range(m):
+                        io[0, j, c] = t_in[j]
+                        io[1, j, c] = x_in[j]
+                        io[2, j, c] = t_in[j] * x_in[j]
+                        io[3, j, c] = g_in[j]
+                    for n in range(n_s):
+                        hist[0, n, c] = h0[b, db0 + c, n] if ch == 0 else ckpt[b, db0 + c, ch - 1, n]
+                for j in range(m):  # recompute the chunk's states
+                    kp = keep[b, s0 + j]
+                    stp = io[0, j]
+                    dtx = io[2, j]
+                    brow = Bt[b, g, s0 + j]
+                    for n in range(n_s):
+                        bn = brow[n]
+                        hp = hist[j, n]
+                        hc = hist[j + 1, n]
+                        ar = av[n]
+                        er = eb[j, n]
+                        for c in range(L):
+                            e = fast_exp(stp[c] * ar[c]) * kp
+                            er[c] = e
+                            hc[c] = e * hp[c] + dtx[c] * bn
+                for j in range(m - 1, -1, -1):  # adjoint, backwards through the chunk
                     l = s0 + j
-                    brow = Bt[b, g, l]
-                    kp = keep[b, l]
-                    for ci in range(nb):
-                        d = db0 + ci
-                        a_row = A[d]
-                        step = dt[b, d, l]
-                        dtx = step * u[b, d, l]
-                        prev = hst[ci] if j == 0 else hs[ci, j - 1]
-                        cur = hs[ci, j]
-                        ea = das[ci, j]
-                        for n in range(n_s):
-                            e = fast_exp(step * a_row[n]) * kp
-                            ea[n] = e
-                            cur[n] = e * prev[n] + dtx * brow[n]
-                # adjoint, backwards through the chunk
-                for j in range(s1 - s0 - 1, -1, -1):
-                    l = s0 + j
+                    stp = io[0, j]
+                    xv = io[1, j]
+                    dtx = io[2, j]
+                    gyv = io[3, j]
+                    for c in range(L):
+                        dd[c] += gyv[c] * xv[c]
+                        gs[c] = 0
+                        us[c] = 0
                     brow = Bt[b, g, l]
                     crow = Ct[b, g, l]
                     dbrow = dbp[l]
                     dcrow = dcp[l]
-                    for ci in range(nb):
-                        d = db0 + ci
-                        a_row = A[d]
-                        skip = Dv[d]
-                        gy = dy[b, d, l]
-                        x = u[b, d, l]
-                        dd_acc[ci] += gy * x
-                        step = dt[b, d, l]
-                        prev = hst[ci] if j == 0 else hs[ci, j - 1]
-                        cur = hs[ci, j]
-                        ea = das[ci, j]
-                        dhc = dh[ci]
-                        dac = da_acc[ci]
-                        gstep = x * 0
-                        dux = x * 0
-                        for n in range(n_s):
-                            dhn = dhc[n] + gy * crow[n]
-                            dcrow[n] += gy * cur[n]
-                            t1 = dhn * prev[n] * ea[n]  # d(loss)/d(dt * A[n])
-                            gstep += t1 * a_row[n] + dhn * brow[n] * x
-                            dac[n] += t1 * step
-                            dbrow[n] += dhn * step * x
-                            dux += dhn * brow[n]
-                            dhc[n] = dhn * ea[n]
-                        du[b, d, l] = gy * skip + dux * step
-                        ddt[b, d, l] = gstep
-            for ci in range(nb):
-                d = db0 + ci
-                dh0[b, d] = dh[ci]
-                dA_part[b, d] = da_acc[ci]
-                dD_part[b, d] = dd_acc[ci]
+                    for n in range(n_s):
+                        bn = brow[n]
+                        cn = crow[n]
+                        hp = hist[j, n]
+                        hc = hist[j + 1, n]
+                        ar = av[n]
+                        w0 = w[n, 0]
+                        w1 = w[n, 1]
+                        w2 = w[n, 2]
+                        w3 = w[n, 3]
+                        er = eb[j, n]
+                        for c in range(L):
+                            an = ar[c]
+                            dhn = w0[c] + gyv[c] * cn
+                            e = er[c]
+                            t = dhn * hp[c] * e  # d(loss)/d(dt * A[n])
+                            w1[c] += t * stp[c]
+                            gs[c] += t * an
+                            us[c] += dhn * bn
+                            w0[c] = dhn * e
+                            w2[c] = dhn * dtx[c]
+                            w3[c] = gyv[c] * hc[c]
+                        sb = dbrow[n]
+                        sc = dcrow[n]
+                        for c in range(L):
+                            sb += w2[c]
+                            sc += w3[c]
+                        dbrow[n] = sb
+                        dcrow[n] = sc
+                    gdu = io[4, j]
+                    gdt = io[5, j]
+                    for c in range(L):
+                        gdu[c] = gyv[c] * skip[c] + us[c] * stp[c]
+                        gdt[c] = gs[c] + us[c] * xv[c]
+                for c in range(nb):  # the chunk's du and d dt, back to (channel, length)
+                    du_out = du[b, db0 + c, s0:s0 + m]
+                    dt_out = ddt[b, db0 + c, s0:s0 + m]
+                    for j in range(m):
+                        du_out[j] = io[4, j, c]
+                        dt_out[j] = io[5, j, c]
+            for c in range(nb):
+                d = db0 + c
+                for n in range(n_s):
+                    dh0[b, d, n] = w[n, 0, c]
+                    dA_part[b, d, n] = w[n, 1, c]
+                dD_part[b, d] = dd[c]

@@ -223,3 +223,26 @@ def test_fused_gate_takes_a_strided_z_and_matches_the_reference():
     want = torch.autograd.grad((yr * gy).sum(), ins)
     for g, w in zip(got, want):
         assert rel_err(g, w) < 1e-10
+
+
+@pytest.mark.parametrize("n_slices", [1, 3])
+def test_backward_over_several_channel_blocks_and_slices(monkeypatch, n_slices):
+    # 2 groups of 37 channels: full 16-channel blocks, a partial block (padding lanes) and, with 3 slices, tasks
+    # whose slices start mid-group or hold no channel; 2 chunks plus a partial one; packed-sequence resets
+    import sys
+
+    ss = sys.modules["kernels.selective_scan"]  # the module (the package exports the function under its name)
+    monkeypatch.setattr(ss, "_n_slices", lambda bsz, groups, per_group: n_slices)
+    args, kw = _inputs(bsz=2, dim=74, length=150, state=6, groups=2, opts=tuple(OPTIONS))
+    seq_idx = torch.tensor([[0] * 90 + [1] * 60, [0] * 150])
+    ins = _tensors(args, kw)
+    for x in ins:
+        x.requires_grad_()
+    y, last = selective_scan(*args, return_last_state=True, seq_idx=seq_idx, backend="numba", **kw)
+    yr, lr = selective_scan_ref(*args, return_last_state=True, seq_idx=seq_idx, **kw)
+    assert rel_err(y, yr) < 1e-12
+    gy, gl = torch.randn_like(y), torch.randn_like(last)
+    got = torch.autograd.grad((y * gy).sum() + (last * gl).sum(), ins)
+    want = torch.autograd.grad((yr * gy).sum() + (lr * gl).sum(), ins)
+    for x, w in zip(got, want):
+        assert x.shape == w.shape and rel_err(x, w) < 1e-10

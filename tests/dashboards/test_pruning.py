@@ -31,6 +31,7 @@ def test_pruning_dashboard_ratio_slider_changes_the_plots(ci_dashboard, page, se
     page.goto(url, wait_until="networkidle", timeout=120_000)
     wait_for_title(page, timeout=120_000, fragment="ratio = 0.50")  # after the first-use training and sweep
     wait_for_bokeh(page)
+    wait_for_title(page, timeout=120_000, fragment="kernel norm per lag")  # the last plot may render later
     assert list((ci_dashboard / "aire_prune").glob("*.pt")), "the trained weights were not cached"
     summary = page.get_by_text("ratio 0.50:")
     expect(summary).to_contain_text("states kept, test accuracy")

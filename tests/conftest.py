@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -134,3 +135,18 @@ def ci_result():
         return runs[slug]
 
     return get
+
+
+@contextlib.contextmanager
+def ci_dashboard_data(monkeypatch, tmp_path, *fns):
+    """A dashboard test's setting: the ci profile, an empty data folder ``tmp_path``, and the given memoised live
+    functions emptied before and after (a fixture does ``with ci_dashboard_data(...) as path: yield path``)."""
+    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    for fn in fns:
+        fn.cache_clear()
+    try:
+        yield tmp_path
+    finally:
+        for fn in fns:
+            fn.cache_clear()

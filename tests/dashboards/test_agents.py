@@ -6,24 +6,19 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
 
 
 @pytest.fixture
 def ci_agents(monkeypatch, tmp_path):
     """Second-long trainings (the ci profile) stored in a temporary data folder."""
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.lwail import live as lwail_live
     from lab.methods.rate import live
 
-    fns = (live.trained, live.rollout, live._run, lwail_live.agent, lwail_live.rollout,
-           lwail_live.phi_distance_map, lwail_live.reward_map)
-    for fn in fns:
-        fn.cache_clear()
-    yield tmp_path
-    for fn in fns:
-        fn.cache_clear()
+    fns = (live.trained, live.rollout, live._run, lwail_live.agent, lwail_live.rollout, lwail_live.phi_distance_map,
+           lwail_live.reward_map)
+    with ci_dashboard_data(monkeypatch, tmp_path, *fns) as path:
+        yield path
 
 
 def _wait(job, deadline):

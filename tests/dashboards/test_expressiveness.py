@@ -5,20 +5,16 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
 
 
 @pytest.fixture
 def ci_models(monkeypatch, tmp_path):
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    """Second-long trainings (the ci profile) stored in a temporary data folder."""
     from lab.methods.ssm_ltl import live
 
-    live.trained.cache_clear()
-    live.trajectory.cache_clear()
-    yield tmp_path
-    live.trained.cache_clear()
-    live.trajectory.cache_clear()
+    with ci_dashboard_data(monkeypatch, tmp_path, live.trained, live.trajectory) as path:
+        yield path
 
 
 def test_constructions_answer_at_once_and_trained_classes_are_prepared(ci_models):

@@ -6,21 +6,16 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh, wait_for_title
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_title
 
 
 @pytest.fixture
 def ci_fits(monkeypatch, tmp_path):
     """Second-long fits (the ci profile) stored in a temporary data folder."""
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.ssm_inr import live
 
-    live.fitted.cache_clear()
-    live.explore.cache_clear()
-    yield tmp_path
-    live.fitted.cache_clear()
-    live.explore.cache_clear()
+    with ci_dashboard_data(monkeypatch, tmp_path, live.fitted, live.explore) as path:
+        yield path
 
 
 def _wait(board, job, deadline):

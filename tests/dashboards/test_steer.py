@@ -5,21 +5,16 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
 
 
 @pytest.fixture
 def ci_fits(monkeypatch, tmp_path):
     """Second-long fits (the ci profile) stored in a temporary data folder."""
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.steer import live
 
-    live.fitted_model.cache_clear()
-    live.explore.cache_clear()
-    yield tmp_path
-    live.fitted_model.cache_clear()
-    live.explore.cache_clear()
+    with ci_dashboard_data(monkeypatch, tmp_path, live.fitted_model, live.explore) as path:
+        yield path
 
 
 def test_the_fit_is_prepared_in_the_background_then_the_views_show(ci_fits):

@@ -5,24 +5,18 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
 
 
 @pytest.fixture
 def ci_models(monkeypatch, tmp_path):
     """Second-long trainings (the ci profile) stored in a temporary data folder."""
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.chaingpt import live as chain_live
     from lab.methods.tool_ssm import live
 
-    live.trained_model.cache_clear()
-    live.episode.cache_clear()
-    chain_live.stopping_trace.cache_clear()
-    yield tmp_path
-    live.trained_model.cache_clear()
-    live.episode.cache_clear()
-    chain_live.stopping_trace.cache_clear()
+    fns = (live.trained_model, live.episode, chain_live.stopping_trace)
+    with ci_dashboard_data(monkeypatch, tmp_path, *fns) as path:
+        yield path
 
 
 def _wait(board, deadline):

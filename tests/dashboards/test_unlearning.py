@@ -6,25 +6,20 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
 
 
 @pytest.fixture
 def ci_grid(monkeypatch, tmp_path):
     """Second-long runs (the ci profile) stored in a temporary data folder."""
-    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.qgpm import live as qgpm_live
     from lab.methods.rem import live
     from lab.methods.wsc import live as wsc_live
 
     fns = (live.grid, live.redirected, wsc_live.accuracy_matrix, qgpm_live.accuracy_matrix,
            qgpm_live.memory_vs_accuracy)
-    for fn in fns:
-        fn.cache_clear()
-    yield tmp_path
-    for fn in fns:
-        fn.cache_clear()
+    with ci_dashboard_data(monkeypatch, tmp_path, *fns) as path:
+        yield path
 
 
 def _wait(job, deadline):

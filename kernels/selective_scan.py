@@ -161,22 +161,24 @@ def _n_slices(bsz: int, groups: int, per_group: int) -> int:
 
 
 class _SelectiveScanFn(torch.autograd.Function):
-    """The fused core: ``(u, dt, A, B, C, D, h0[, z]) -> (y, last_state)`` with ``y = C . h + D u``, times
-    ``silu(z)`` when ``z`` is given (Numba only; the kernel then also keeps ``y`` before the gate for the backward).
+    """The fused core: ``(u, delta, A, B, C, D, bias, h0[, z]) -> (y, last_state)`` with ``y = C . h + D u``, times
+    ``silu(z)`` when ``z`` is given.
 
-    ``dt`` already includes ``delta_bias`` and softplus; those are ``(batch, channels, length)`` element-wise ops
-    that autograd differentiates on its own (so is the Triton path's gate, applied afterwards).
+    Numba forms ``dt = softplus(delta + bias)`` and applies the gate inside its kernels, forward and backward (the
+    forward then keeps ``y`` before the gate for the backward). The Triton path receives ``dt`` itself (``bias`` None,
+    ``softplus`` False, no ``z``): the caller's element-wise ops are differentiated by autograd.
     """
 
     @staticmethod
-    def forward(ctx, u, dt, A, B, C, D, h0, keep, backend, z=None):
+    def forward(ctx, u, delta, A, B, C, D, bias, h0, keep, backend, softplus=False, z=None):
         bsz, dim, length = u.shape
         state = A.shape[1]
         groups = 1 if B.dim() == 3 else B.shape[1]
         Dv = torch.zeros(dim, dtype=u.dtype, device=u.device) if D is None else D.detach()
+        bv = torch.zeros(dim, dtype=u.dtype, device=u.device) if bias is None else bias.detach().contiguous()
         h0v = torch.zeros(bsz, dim, state, dtype=u.dtype, device=u.device) if h0 is None else h0.detach()
         h0v = h0v.contiguous()
-        u_, dt_, A_ = u.detach().contiguous(), dt.detach().contiguous(), A.detach().contiguous()
+        u_, dt_, A_ = u.detach().contiguous(), delta.detach().contiguous(), A.detach().contiguous()
         save = any(ctx.needs_input_grad)
         n_chunks = max(1, math.ceil(length / _chunk(backend)))
         y = torch.empty_like(u_)
@@ -191,8 +193,9 @@ class _SelectiveScanFn(torch.autograd.Function):
             Bx, Cx = _bc_transposed(B.detach()), _bc_transposed(C.detach())
             with numba_threads_for(u.numel() * state * 4):
                 nk.selective_scan_forward(
-                    u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(),
-                    keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), ypre.numpy(), gate,
+                    u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(), softplus,
+                    h0v.numpy(), keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), ypre.numpy(),
+                    gate,
                 )  # fmt: skip
         else:
             from ._triton import selective_scan as tk
@@ -200,53 +203,56 @@ class _SelectiveScanFn(torch.autograd.Function):
             Bx = (B.detach().unsqueeze(1) if B.dim() == 3 else B.detach()).contiguous()
             Cx = (C.detach().unsqueeze(1) if C.dim() == 3 else C.detach()).contiguous()
             tk.forward(u_, dt_, A_, Bx, Cx, Dv, h0v, y, last, ckpt, save)
-        ctx.backend, ctx.groups, ctx.flags = backend, groups, (D is not None, h0 is not None, B.dim())
-        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, h0v, keep, ckpt, z_ if gate else None,
+        ctx.backend, ctx.groups, ctx.softplus = backend, groups, softplus
+        ctx.flags = (D is not None, h0 is not None, B.dim(), bias is not None)
+        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, bv, h0v, keep, ckpt, z_ if gate else None,
                               ypre if gate and save else None)
         return y, last
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gy, glast):
-        u, dt, A, Bx, Cx, Dv, h0v, keep, ckpt, z, ypre = ctx.saved_tensors
-        has_d, has_h0, b_dim = ctx.flags
+        u, delta, A, Bx, Cx, Dv, bv, h0v, keep, ckpt, z, ypre = ctx.saved_tensors
+        has_d, has_h0, b_dim, has_bias = ctx.flags
         bsz, dim, length = u.shape
         state, groups = A.shape[1], ctx.groups
         gy = torch.zeros_like(u) if gy is None else gy.contiguous()
         dz = None
-        if z is not None:  # the fused gate y = ypre * silu(z)
-            sig = torch.sigmoid(z)
-            gate = z * sig
-            dz = gy * ypre * (sig + gate * (1 - sig))
-            gy = gy * gate
+        dbias = None
         dh0 = torch.zeros_like(h0v) if glast is None else glast.clone(memory_format=torch.contiguous_format)
-        du, ddt = torch.empty_like(u), torch.empty_like(u)
+        du, ddelta = torch.empty_like(u), torch.empty_like(u)
         if ctx.backend == "numba":
             from ._numba import selective_scan as nk
 
+            gate = z is not None
+            dz = torch.empty_like(u) if gate else None
             n_sl = _n_slices(bsz, groups, dim // groups)
             dA_part = torch.empty(bsz, dim, state, dtype=u.dtype)
             dD_part = torch.empty(bsz, dim, dtype=u.dtype)
+            dbias_part = torch.empty(bsz, dim, dtype=u.dtype)
             dB_part = torch.empty(bsz, groups, n_sl, length, state, dtype=u.dtype)
             dC_part = torch.empty(bsz, groups, n_sl, length, state, dtype=u.dtype)
             with numba_threads_for(u.numel() * state * 8):
                 nk.selective_scan_backward(
-                    u.numpy(), dt.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), h0v.numpy(), keep.numpy(),
-                    ckpt.numpy(), gy.numpy(), du.numpy(), ddt.numpy(), dA_part.numpy(), dB_part.numpy(),
-                    dC_part.numpy(),
-                    dD_part.numpy(), dh0.numpy(), n_sl,
+                    u.numpy(), delta.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(),
+                    ctx.softplus, h0v.numpy(), keep.numpy(), ckpt.numpy(), (z if gate else u).numpy(),
+                    (ypre if gate else u).numpy(), gate, gy.numpy(), du.numpy(), ddelta.numpy(),
+                    (dz if gate else du).numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(), dD_part.numpy(),
+                    dbias_part.numpy(), dh0.numpy(), n_sl,
                 )  # fmt: skip
             dA = dA_part.sum(0)
             dD = dD_part.sum(0)
+            dbias = dbias_part.sum(0) if has_bias else None
             dB = dB_part.sum(2).transpose(2, 3)  # (batch, groups, state, length)
             dC = dC_part.sum(2).transpose(2, 3)
         else:
             from ._triton import selective_scan as tk
 
-            dA, dB, dC, dD = tk.backward(u, dt, A, Bx, Cx, Dv, h0v, ckpt, gy, du, ddt, dh0)
+            dA, dB, dC, dD = tk.backward(u, delta, A, Bx, Cx, Dv, h0v, ckpt, gy, du, ddelta, dh0)
         if b_dim == 3:
             dB, dC = dB[:, 0], dC[:, 0]
-        return du, ddt, dA, dB, dC, dD if has_d else None, dh0 if has_h0 else None, None, None, dz
+        return (du, ddelta, dA, dB, dC, dD if has_d else None, dbias, dh0 if has_h0 else None, None, None, None,
+                dz)
 
 
 def _chunk(backend: str) -> int:
@@ -314,13 +320,13 @@ def selective_scan(
                                   seq_idx)
     if backend == "triton" and seq_idx is not None:
         raise ValueError("seq_idx is not supported by backend='triton' yet; allowed backends: 'numba', 'torch'")
+    if backend == "numba":  # bias, softplus and the gate are fused into the kernels
+        y, last = _SelectiveScanFn.apply(u, delta, A, B, C, D, delta_bias, h0, keep, backend, delta_softplus, z)
+        return (y, last) if return_last_state else y
     dt = delta if delta_bias is None else delta + delta_bias[:, None]
     if delta_softplus:
         dt = F.softplus(dt)
-    if backend == "numba":  # the gate is fused into the kernel
-        y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, keep, backend, z)
-        return (y, last) if return_last_state else y
-    y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, h0, keep, backend)
+    y, last = _SelectiveScanFn.apply(u, dt, A, B, C, D, None, h0, keep, backend)
     if z is not None:
         y = y * F.silu(z)
     return (y, last) if return_last_state else y

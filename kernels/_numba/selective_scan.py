@@ -6,11 +6,18 @@ registers. The discretisation ``dA = exp(delta * A)``, ``dB u = delta * B * u`` 
 ``(batch, channels, length, state)`` tensor is ever formed. ``B`` and ``C`` arrive transposed to
 ``(batch, groups, length, state)``; their entries are broadcast to the lanes.
 
-The forward stores the state at the end of every ``CHUNK`` steps (``(batch, channels, n_chunks, state)``, 1/CHUNK of
-the full state history). The backward walks the chunks from last to first: it copies the chunk's ``dt``, ``u`` and
-``dy`` of the block's channels to ``[step, lane]`` buffers (contiguous reads along the length instead of a gather
-per step), recomputes the chunk's states and ``exp(dt A)`` from its checkpoint, runs the adjoint recurrence
-backwards through them, and writes the chunk's ``du`` and ``d dt`` back along the length.
+Both directions work in chunks of ``CHUNK`` steps: a chunk's per-channel inputs (``delta``, ``u``, and ``dy``,
+``z`` and the pre-gate output in the backward) are copied along the length into ``[step, lane]`` buffers
+(contiguous reads instead of a 16-address gather per step, whose addresses a power-of-two row pitch apart all fall
+in one L1 set), the element-wise work happens there with the lanes innermost (``dt = softplus(delta + bias)``,
+the ``silu(z)`` gate and, backward, their derivatives), and the chunk's outputs go back along the length. So no
+element-wise pass runs outside the kernels, forward or backward.
+
+The forward stores the state at the end of every chunk (``(batch, channels, n_chunks, state)``, 1/CHUNK of the
+full state history). The backward walks the chunks from last to first, prefetching the chunk before (no hardware
+prefetcher follows rows read in descending chunks): it recomputes the chunk's states and ``exp(dt A)`` from its
+checkpoint, runs the adjoint recurrence backwards through them, and writes the chunk's ``du``, ``d delta`` and
+``dz``.
 
 The backward parallelises over (batch, group, slice of channel blocks) tasks: every task owns its slice of
 channels, so it can accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial
@@ -27,6 +34,8 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic, overload
+
+from .linear_scan import _prefetch_r, _prefetch_w
 
 CHUNK = 64  # steps between stored states (checkpoints) and the length of the backward's recompute buffer
 LANES = 16  # channels run in lockstep (the innermost, vectorised loop of the forward and of the backward)
@@ -89,9 +98,65 @@ def fast_exp_array(x, out):
         out[i] = fast_exp(x[i])
 
 
+def softplus_sigmoid(x):
+    """``(softplus(x), sigmoid(x))``, both from one ``exp(-|x|)``."""
+    e = math.exp(-abs(x))
+    return max(x, 0.0) + math.log1p(e), (1.0 if x >= 0 else e) / (1.0 + e)
+
+
+@overload(softplus_sigmoid, inline="always")
+def _softplus_sigmoid_impl(x):
+    if x == types.float32:
+
+        def impl(x):
+            # log1p(e) for e = exp(-|x|) in (0, 1] as 2 atanh(t), t = e / (2 + e) <= 1/3: an odd series in t whose
+            # terms shrink 9x each (truncation error < 2e-8), accurate down to tiny e (no 1 + e rounding)
+            e = fast_exp(-abs(x))
+            t = e / (np.float32(2.0) + e)
+            t2 = t * t
+            p = np.float32(1.0 / 13.0)
+            p = p * t2 + np.float32(1.0 / 11.0)
+            p = p * t2 + np.float32(1.0 / 9.0)
+            p = p * t2 + np.float32(1.0 / 7.0)
+            p = p * t2 + np.float32(1.0 / 5.0)
+            p = p * t2 + np.float32(1.0 / 3.0)
+            p = p * t2 + np.float32(1.0)
+            r = np.float32(1.0) / (np.float32(1.0) + e)
+            sig = r if x >= np.float32(0.0) else e * r
+            return max(x, np.float32(0.0)) + np.float32(2.0) * t * p, sig
+
+        return impl
+    if isinstance(x, types.Float):
+
+        def impl(x):
+            e = math.exp(-abs(x))
+            return max(x, 0.0) + math.log1p(e), (1.0 if x >= 0 else e) / (1.0 + e)
+
+        return impl
+    return None
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def softplus_sigmoid_array(x, sp, sig):
+    """Element-wise :func:`softplus_sigmoid` (for tests)."""
+    for i in range(x.shape[0]):
+        sp[i], sig[i] = softplus_sigmoid(x[i])
+
+
+@njit(cache=True, inline="always")
+def _prefetch_chunk(r1, r2, r3, w1, w2, start, stop):
+    """Prefetch elements ``start:stop`` of three rows to read and two to write, a cache line at a time."""
+    for q in range(start, stop, max(1, 64 // r1.itemsize)):
+        _prefetch_r(r1, q)
+        _prefetch_r(r2, q)
+        _prefetch_r(r3, q)
+        _prefetch_w(w1, q)
+        _prefetch_w(w2, q)
+
+
 @njit(parallel=True, cache=True, fastmath=_FLAGS)
-def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, keep, y, last, ckpt, save, z, ypre, gate):
-    """Forward selective scan on discretisation steps ``dt`` (softplus and bias already applied by the caller).
+def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y, last, ckpt, save, z, ypre, gate):
+    """Forward selective scan; the step ``dt = softplus(delta + bias)`` (softplus if ``softplus``) is formed here.
 
     Each task runs ``LANES`` channels of one (batch, group) in lockstep: the state is a ``(state, LANES)`` block and
     the innermost loop runs over the channels, a fixed trip count that LLVM turns into whole vector registers with
@@ -99,19 +164,26 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, keep, y, last, ckpt, save, 
     step). ``B_l[n]`` and ``C_l[n]`` are scalars broadcast to all lanes; ``y`` needs no horizontal sum. Lanes past
     the last channel of a group run on zeros and are never written.
 
+    The length runs in chunks of ``CHUNK`` steps. A chunk's ``delta`` and ``u`` are copied, channel by channel, along
+    the length into ``[step, lane]`` buffers (the step's bias and softplus computed on the way, vectorised along the
+    length), and its output goes back the same way (the gate applied on the way). Reading the 16 channels of one
+    step directly (16 addresses a row pitch apart, every one in the same L1 set when the pitch is a multiple of
+    4 KiB) cost more than the recurrence.
+
     Arguments:
-        u, dt: ``(batch, channels, length)``.
+        u, delta: ``(batch, channels, length)`` (any strides); ``delta`` before bias and softplus.
         A: ``(channels, state)`` (real).
         Bt, Ct: ``(batch, groups, length, state)`` (transposed from Mamba's ``(batch, groups, state, length)``).
-        Dv: ``(channels,)`` skip weight (zeros when absent).
+        Dv: ``(channels,)`` skip weight (zeros when absent). bias: ``(channels,)`` added to ``delta`` (zeros when
+            absent). softplus: apply softplus to ``delta + bias``.
         h0: ``(batch, channels, state)`` initial state.
         keep: ``(batch, length)`` 1 where the state carries over, 0 where a packed sequence starts (reset).
         y: ``(batch, channels, length)`` output ``C . h + D u``, times ``silu(z)`` if ``gate``; written in place.
         last: ``(batch, channels, state)`` final state, written in place.
         ckpt: ``(batch, channels, ceil(length / CHUNK), state)`` states after every chunk (written if ``save``).
         save: write ``ckpt``, and ``ypre`` when gated.
-        z: ``(batch, channels, length)`` gate (read if ``gate``); ypre: ``(batch, channels, length)``, the output
-            before the gate (written if ``gate`` and ``save``, for the backward).
+        z: ``(batch, channels, length)`` gate (read if ``gate``; any strides); ypre: ``(batch, channels, length)``,
+            the output before the gate (written if ``gate`` and ``save``, for the backward).
         gate: multiply the output by ``silu(z)`` (fused: no separate passes over ``y`` and ``z``).
     """
     n_b, n_d, n_l = u.shape
@@ -127,55 +199,79 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, keep, y, last, ckpt, save, 
         nb = min(LANES, per_group - k * LANES)
         h = np.zeros((n_s, LANES), dtype=u.dtype)
         a = np.zeros((n_s, LANES), dtype=u.dtype)
-        stp = np.zeros(LANES, dtype=u.dtype)
-        x = np.zeros(LANES, dtype=u.dtype)
-        dtx = np.zeros(LANES, dtype=u.dtype)
-        acc = np.zeros(LANES, dtype=u.dtype)
-        zl = np.zeros(LANES, dtype=u.dtype)
+        io = np.zeros((4, CHUNK, LANES), dtype=u.dtype)  # the chunk's dt, u, dt * u, output, [step, lane]
         sk = np.zeros(LANES, dtype=u.dtype)
+        bl = np.zeros(LANES, dtype=u.dtype)
         for c in range(nb):
             sk[c] = Dv[d0 + c]
+            bl[c] = bias[d0 + c]
             for n in range(n_s):
                 a[n, c] = A[d0 + c, n]
                 h[n, c] = h0[b, d0 + c, n]
-        for l in range(n_l):
-            if keep[b, l] == 0:
-                h[:, :] = 0
-            for c in range(nb):
-                stp[c] = dt[b, d0 + c, l]
-                x[c] = u[b, d0 + c, l]
-            for c in range(LANES):
-                dtx[c] = stp[c] * x[c]
-                acc[c] = 0
-            brow = Bt[b, g, l]
-            crow = Ct[b, g, l]
-            for n in range(n_s):
-                bn = brow[n]
-                cn = crow[n]
-                hr = h[n]
-                ar = a[n]
+        for s0 in range(0, n_l, CHUNK):
+            m = min(n_l, s0 + CHUNK) - s0
+            for c in range(nb):  # the chunk's inputs, along the length, to [step, lane] (plain copies)
+                t_in = delta[b, d0 + c, s0:s0 + m]
+                x_in = u[b, d0 + c, s0:s0 + m]
+                for j in range(m):
+                    io[0, j, c] = t_in[j]
+                    io[1, j, c] = x_in[j]
+            for j in range(m):  # dt = softplus(delta + bias) and dt * u, vectorised over the lanes
+                r0 = io[0, j]
+                r1 = io[1, j]
+                r2 = io[2, j]
                 for c in range(LANES):
-                    hn = fast_exp(stp[c] * ar[c]) * hr[c] + dtx[c] * bn
-                    hr[c] = hn
-                    acc[c] += hn * cn
-            for c in range(LANES):
-                acc[c] += sk[c] * x[c]
-            if gate:
-                for c in range(nb):
-                    zl[c] = z[b, d0 + c, l]
-                if save:
-                    for c in range(nb):
-                        ypre[b, d0 + c, l] = acc[c]
+                    v = r0[c] + bl[c]
+                    if softplus:
+                        v = softplus_sigmoid(v)[0]
+                    r0[c] = v
+                    r2[c] = v * r1[c]
+            for j in range(m):
+                if keep[b, s0 + j] == 0:
+                    h[:, :] = 0
+                stp = io[0, j]
+                dtx = io[2, j]
+                acc = io[3, j]
                 for c in range(LANES):
-                    zc = zl[c]
-                    e = fast_exp(-zc)
-                    acc[c] = acc[c] * zc / (1 + e)
-            for c in range(nb):
-                y[b, d0 + c, l] = acc[c]
-            if save and ((l + 1) % CHUNK == 0 or l == n_l - 1):
+                    acc[c] = sk[c] * io[1, j, c]
+                brow = Bt[b, g, s0 + j]
+                crow = Ct[b, g, s0 + j]
+                for n in range(n_s):
+                    bn = brow[n]
+                    cn = crow[n]
+                    hr = h[n]
+                    ar = a[n]
+                    for c in range(LANES):
+                        hn = fast_exp(stp[c] * ar[c]) * hr[c] + dtx[c] * bn
+                        hr[c] = hn
+                        acc[c] += hn * cn
+            if save:
                 for c in range(nb):
                     for n in range(n_s):
-                        ckpt[b, d0 + c, l // CHUNK, n] = h[n, c]
+                        ckpt[b, d0 + c, s0 // CHUNK, n] = h[n, c]
+            res = 3  # the [step, lane] buffer that holds the output
+            if gate:  # y = ypre * silu(z), over [step, lane] (u's buffer takes z, dt's the gated output)
+                res = 0
+                for c in range(nb):
+                    z_in = z[b, d0 + c, s0:s0 + m]
+                    for j in range(m):
+                        io[1, j, c] = z_in[j]
+                for j in range(m):
+                    r0 = io[0, j]
+                    r1 = io[1, j]
+                    r3 = io[3, j]
+                    for c in range(LANES):
+                        zc = r1[c]
+                        r0[c] = r3[c] * zc / (1 + fast_exp(-zc))
+                if save:
+                    for c in range(nb):
+                        p_out = ypre[b, d0 + c, s0:s0 + m]
+                        for j in range(m):
+                            p_out[j] = io[3, j, c]
+            for c in range(nb):  # the chunk's output, back along the length
+                y_out = y[b, d0 + c, s0:s0 + m]
+                for j in range(m):
+                    y_out[j] = io[res, j, c]
         for c in range(nb):
             for n in range(n_s):
                 last[b, d0 + c, n] = h[n, c]
@@ -183,26 +279,32 @@ def selective_scan_forward(u, dt, A, Bt, Ct, Dv, h0, keep, y, last, ckpt, save, 
 
 @njit(parallel=True, cache=True, fastmath=_FLAGS)
 def selective_scan_backward(
-    u, dt, A, Bt, Ct, Dv, h0, keep, ckpt, dy, du, ddt, dA_part, dB_part, dC_part, dD_part, dh0, n_slices
+    u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, ckpt, z, ypre, gate, dy, du, ddelta, dz, dA_part, dB_part,
+    dC_part, dD_part, dbias_part, dh0, n_slices,
 ):
-    """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of ``y``).
+    """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of the output).
 
     Like the forward, a task runs blocks of ``LANES`` channels in lockstep with the channels innermost (a fixed trip
-    count, whole vector registers; ``B_l[n]``, ``C_l[n]`` broadcast). The per-(state, lane) quantities the adjoint
-    loop writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and ``dC`` terms) are rows of ONE work
-    array ``w[n, k, lane]``, taken as views at compile-time-constant distances, so LLVM proves them disjoint and
-    needs few runtime alias checks (eleven separate arrays exceeded its check limit and stayed scalar; flat indices
-    ``n * K + c`` defeated it too: numba's negative-index wraparound makes such addresses non-affine).
-    ``exp(dt A)`` is computed once, in the recompute pass, and kept for the chunk. ``dB_l[n]`` and ``dC_l[n]`` are
-    sums over the lanes (one short reduction per state and step; a column-wise bulk sum per chunk was 2x slower).
-    Padding lanes (past a group's last channel) run on zeros and add nothing.
+    count, whole vector registers; ``B_l[n]``, ``C_l[n]`` broadcast), and a chunk's inputs are copied along the
+    length into ``[step, lane]`` buffers: there the step ``dt`` and its softplus slope are recomputed from ``delta``,
+    and the gate's backward is applied (``dz`` written, ``dy`` times ``silu(z)`` kept), so no element-wise pass runs
+    outside the kernel. The chunk's states and ``exp(dt A)`` are then recomputed from its checkpoint, the adjoint
+    recurrence runs backwards through them, and the chunk's ``du`` and ``d delta`` go back along the length.
+
+    The per-(state, lane) quantities the adjoint loop writes (the state's adjoint, the ``dA`` sum, the step's ``dB``
+    and ``dC`` terms) are rows of ONE work array ``w[n, k, lane]``, taken as views at compile-time-constant
+    distances, so LLVM proves them disjoint and needs few runtime alias checks (eleven separate arrays exceeded its
+    check limit and stayed scalar; flat indices ``n * K + c`` defeated it too: numba's negative-index wraparound
+    makes such addresses non-affine). ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per
+    state and step; a column-wise bulk sum per chunk was 2x slower). Padding lanes (past a group's last channel)
+    run on zeros and add nothing.
 
     Arguments:
-        u, dt, A, Bt, Ct, Dv, h0, keep: as in the forward.
-        ckpt: the forward's chunk-end states.
+        u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.
+        ckpt: the forward's chunk-end states. z, ypre, gate: the gate, and the forward's output before it.
         dy: ``(batch, channels, length)`` gradient of the output.
-        du, ddt: ``(batch, channels, length)`` gradients, written in place.
-        dA_part: ``(batch, channels, state)`` per-batch partial of ``dA``; dD_part: ``(batch, channels)``.
+        du, ddelta: ``(batch, channels, length)`` gradients, written in place; dz: likewise when ``gate``.
+        dA_part: ``(batch, channels, state)`` per-batch partial of ``dA``; dD_part, dbias_part: ``(batch, channels)``.
         dB_part, dC_part: ``(batch, groups, n_slices, length, state)`` per-slice partials (caller sums axis 2).
         dh0: ``(batch, channels, state)``: on entry the gradient w.r.t. the final state, on exit w.r.t. ``h0``.
         n_slices: channel slices per group (parallel tasks per (batch, group)).
@@ -225,7 +327,9 @@ def selective_scan_backward(
         w = np.zeros((n_s, 4, L), dtype=u.dtype)  # [n, k, lane]: adjoint, dA sum, dB and dC terms of the step
         av = np.zeros((n_s, L), dtype=u.dtype)  # A
         eb = np.zeros((CHUNK, n_s, L), dtype=u.dtype)  # exp(dt * A) of step j (times keep)
-        io = np.zeros((6, CHUNK, L), dtype=u.dtype)  # the chunk's dt, u, dt * u, dy, du, d dt, [step, lane]
+        io = np.zeros((9, CHUNK, L), dtype=u.dtype)  # [step, lane]: dt, u, dt*u, dy, du, d dt, dt', z, ypre
+        bl = np.zeros(L, dtype=u.dtype)  # delta's bias
+        dbl = np.zeros(L, dtype=u.dtype)  # d bias
         gs = np.zeros(L, dtype=u.dtype)
         us = np.zeros(L, dtype=u.dtype)
         dd = np.zeros(L, dtype=u.dtype)
@@ -242,25 +346,63 @@ def selective_scan_backward(
             dd[:] = 0
             skip[:] = 0
             hist[:, :, :] = 0
+            dbl[:] = 0
+            bl[:] = 0
             for c in range(nb):
                 skip[c] = Dv[db0 + c]
+                bl[c] = bias[db0 + c]
                 for n in range(n_s):
                     av[n, c] = A[db0 + c, n]
                     w[n, 0, c] = dh0[b, db0 + c, n]  # the caller preloads dh0 with the final state's gradient
             for ch in range(n_chunks - 1, -1, -1):
                 s0 = ch * CHUNK
                 m = min(n_l, s0 + CHUNK) - s0
-                for c in range(nb):  # the chunk's inputs, transposed to [step, lane] (contiguous reads along l)
-                    t_in = dt[b, db0 + c, s0:s0 + m]
+                for c in range(nb):  # the chunk's inputs, along the length, to [step, lane] (plain copies)
+                    t_in = delta[b, db0 + c, s0:s0 + m]
                     x_in = u[b, db0 + c, s0:s0 + m]
                     g_in = dy[b, db0 + c, s0:s0 + m]
                     for j in range(m):
                         io[0, j, c] = t_in[j]
                         io[1, j, c] = x_in[j]
-                        io[2, j, c] = t_in[j] * x_in[j]
                         io[3, j, c] = g_in[j]
+                    if gate:
+                        z_in = z[b, db0 + c, s0:s0 + m]
+                        p_in = ypre[b, db0 + c, s0:s0 + m]
+                        for j in range(m):
+                            io[7, j, c] = z_in[j]
+                            io[8, j, c] = p_in[j]
                     for n in range(n_s):
                         hist[0, n, c] = h0[b, db0 + c, n] if ch == 0 else ckpt[b, db0 + c, ch - 1, n]
+                    if ch > 0:  # prefetch the chunk before (the next one processed): no hardware prefetcher follows
+                        # 16+ rows read in descending chunks, and waiting on those lines cost ~15% of the backward
+                        _prefetch_chunk(delta[b, db0 + c], u[b, db0 + c], dy[b, db0 + c], du[b, db0 + c],
+                                        ddelta[b, db0 + c], s0 - CHUNK, s0)  # fmt: skip
+                        if gate:
+                            _prefetch_chunk(z[b, db0 + c], ypre[b, db0 + c], z[b, db0 + c], dz[b, db0 + c],
+                                            dz[b, db0 + c], s0 - CHUNK, s0)  # fmt: skip
+                for j in range(m):  # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
+                    r0 = io[0, j]
+                    r1 = io[1, j]
+                    r2 = io[2, j]
+                    r3 = io[3, j]
+                    r6 = io[6, j]
+                    r7 = io[7, j]
+                    r8 = io[8, j]
+                    for c in range(L):
+                        v = r0[c] + bl[c]
+                        slope = v * 0 + 1
+                        if softplus:
+                            v, slope = softplus_sigmoid(v)
+                        r0[c] = v
+                        r2[c] = v * r1[c]
+                        r6[c] = slope
+                        if gate:  # y = ypre * silu(z): dz (into z's buffer), and dy * silu(z) goes on
+                            zc = r7[c]
+                            sg = 1 / (1 + fast_exp(-zc))
+                            silu = zc * sg
+                            gj = r3[c]
+                            r7[c] = gj * r8[c] * (sg + silu * (1 - sg))
+                            r3[c] = gj * silu
                 for j in range(m):  # recompute the chunk's states
                     kp = keep[b, s0 + j]
                     stp = io[0, j]
@@ -324,15 +466,27 @@ def selective_scan_backward(
                     for c in range(L):
                         gdu[c] = gyv[c] * skip[c] + us[c] * stp[c]
                         gdt[c] = gs[c] + us[c] * xv[c]
-                for c in range(nb):  # the chunk's du and d dt, back to (channel, length)
+                for j in range(m):  # d delta = d dt * softplus slope; its sum over steps feeds d bias
+                    r5 = io[5, j]
+                    r6 = io[6, j]
+                    for c in range(L):
+                        v = r5[c] * r6[c]
+                        r5[c] = v
+                        dbl[c] += v
+                for c in range(nb):  # the chunk's du, d delta (and dz), back along the length
                     du_out = du[b, db0 + c, s0:s0 + m]
-                    dt_out = ddt[b, db0 + c, s0:s0 + m]
+                    dt_out = ddelta[b, db0 + c, s0:s0 + m]
                     for j in range(m):
                         du_out[j] = io[4, j, c]
                         dt_out[j] = io[5, j, c]
+                    if gate:
+                        dz_out = dz[b, db0 + c, s0:s0 + m]
+                        for j in range(m):
+                            dz_out[j] = io[7, j, c]
             for c in range(nb):
                 d = db0 + c
                 for n in range(n_s):
                     dh0[b, d, n] = w[n, 0, c]
                     dA_part[b, d, n] = w[n, 1, c]
                 dD_part[b, d] = dd[c]
+                dbias_part[b, d] = dbl[c]

@@ -5,6 +5,7 @@ Public API:
 * :func:`linear_scan` / :func:`linear_scan_ref` / :func:`linear_scan_pscan`: ``h_t = a_t * h_{t-1} + b_t``.
 * :func:`selective_scan` / :func:`selective_scan_ref`: Mamba-1's selective scan (fused discretisation).
 * :func:`ssd` / :func:`ssd_ref`: Mamba-2's structured state space duality, chunked, and its sequential recurrence.
+* :func:`causal_conv1d` / :func:`causal_conv1d_ref`: Mamba's depthwise causal convolution with a fused SiLU.
 * :func:`associative_scan`: a generic log-depth scan for any associative combine over pytrees of tensors.
 * :func:`delta_rule` / :func:`delta_rule_ref` / :func:`delta_rule_step`: the gated delta rule with several
   Householder substeps per token (DeltaNet, Gated DeltaNet, DeltaProduct), chunked (WY form) or recurrent.
@@ -21,6 +22,7 @@ Importing this package imports neither Numba-compiled code nor Triton; both load
 
 from ._common import reuse_freed_memory
 from .associative_scan import associative_scan
+from .causal_conv import causal_conv1d, causal_conv1d_ref
 from .delta_rule import delta_rule, delta_rule_ref, delta_rule_step
 from .linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
 from .prefix_scan import StreamingPrefix, prefix_scan, saturating_scan, saturating_scan_ref
@@ -34,6 +36,8 @@ __all__ = [
     "BACKENDS",
     "StreamingPrefix",
     "associative_scan",
+    "causal_conv1d",
+    "causal_conv1d_ref",
     "delta_rule",
     "delta_rule_ref",
     "delta_rule_step",

@@ -7,16 +7,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import kernels
+
 __all__ = ["causal_conv", "conv_step", "inverse_softplus"]
 
 
-def causal_conv(x: torch.Tensor, conv: nn.Conv1d, prefix: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+def causal_conv(x: torch.Tensor, conv: nn.Conv1d, prefix: torch.Tensor | None,
+                activation: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Depthwise causal convolution of ``x`` ``(b, c, L)`` after ``prefix`` ``(b, c, k-1)`` (zeros if None).
+
+    With ``activation="silu"`` the convolution and its SiLU run in one fused kernel (:func:`kernels.causal_conv1d`,
+    which also returns a contiguous output); without, ``F.conv1d``.
 
     Returns the output ``(b, c, L)`` and the last ``k - 1`` inputs (the next prefix).
     """
     k = conv.kernel_size[0]
     length = x.shape[-1]
+    if activation is not None:
+        y = kernels.causal_conv1d(x, conv.weight[:, 0, :], conv.bias, prefix, activation)
+        full = x if prefix is None or length >= k - 1 else torch.cat([prefix, x], dim=-1)
+        if full.shape[-1] < k - 1:
+            full = torch.cat([x.new_zeros(x.shape[0], x.shape[1], k - 1 - full.shape[-1]), full], dim=-1)
+        return y, full[..., full.shape[-1] - (k - 1):]
     if prefix is None and length >= k - 1:
         # zero padding inside the convolution instead of a concatenated copy of x; the k - 1 outputs past the end
         # are dropped (the output is a view; the next element-wise op makes it dense)

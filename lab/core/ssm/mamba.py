@@ -76,8 +76,7 @@ class Mamba(nn.Module):
         xz = _per_batch(self.in_proj.weight, x.transpose(1, 2))  # (b, 2 d_inner, L)
         u, z = xz.chunk(2, dim=1)  # (b, d_inner, L) each
         conv_prefix, h0 = (None, None) if state is None else state
-        u, conv_next = causal_conv(u, self.conv, conv_prefix)
-        u = F.silu(u)
+        u, conv_next = causal_conv(u, self.conv, conv_prefix, "silu")  # fused conv and SiLU, contiguous
         dbc = _per_batch(self.x_proj.weight, u)  # (b, dt_rank + 2N, L)
         dt, B, C = torch.split(dbc, [self.dt_rank, self.d_state, self.d_state], dim=1)
         dt = _per_batch(self.dt_proj.weight, dt)  # (b, d_inner, L), before its bias and softplus

@@ -293,15 +293,15 @@ def scan_channels_forward(a, b, h0, out, reverse):
                 for t in range(s0, e):  # write back, ascending
                     _copy1(bb[t - s0], out[n, t, c0:c1])
                 e = s0
-        else:
+        else:  # each step reads its state from the previous output row (in L1): one store an element, not two
+            prev = h
             for t in range(n_t):
                 ar = a[n, t, c0:c1]
                 br = b[n, t, c0:c1]
                 orow = out[n, t, c0:c1]
                 for c in range(c1 - c0):
-                    v = ar[c] * h[c] + br[c]
-                    h[c] = v
-                    orow[c] = v
+                    orow[c] = ar[c] * prev[c] + br[c]
+                prev = orow
 
 
 @njit(parallel=True, cache=True, fastmath=_FLAGS)

@@ -150,3 +150,13 @@ def ci_dashboard_data(monkeypatch, tmp_path, *fns):
     finally:
         for fn in fns:
             fn.cache_clear()
+
+
+def wait_for_job(job, deadline: float) -> None:
+    """Poll a dashboard's background job (as the served page's periodic callback does) until it stops running or
+    ``time.time()`` passes ``deadline``."""
+    import time
+
+    while job.running and time.time() < deadline:
+        time.sleep(0.2)
+        job._poll()

@@ -35,7 +35,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
-from .linear_scan import _prefetch_r, _prefetch_w
+from .linear_scan import _prefetch_rows
 
 CHUNK = 64  # steps between stored states (checkpoints) and the length of the backward's recompute buffer
 LANES = 16  # channels run in lockstep (the innermost, vectorised loop of the forward and of the backward)
@@ -141,17 +141,6 @@ def softplus_sigmoid_array(x, sp, sig):
     """Element-wise :func:`softplus_sigmoid` (for tests)."""
     for i in range(x.shape[0]):
         sp[i], sig[i] = softplus_sigmoid(x[i])
-
-
-@njit(cache=True, inline="always")
-def _prefetch_chunk(r1, r2, r3, w1, w2, start, stop):
-    """Prefetch elements ``start:stop`` of three rows to read and two to write, a cache line at a time."""
-    for q in range(start, stop, max(1, 64 // r1.itemsize)):
-        _prefetch_r(r1, q)
-        _prefetch_r(r2, q)
-        _prefetch_r(r3, q)
-        _prefetch_w(w1, q)
-        _prefetch_w(w2, q)
 
 
 @njit(parallel=True, cache=True, fastmath=_FLAGS)
@@ -375,11 +364,12 @@ def selective_scan_backward(
                         hist[0, n, c] = h0[b, db0 + c, n] if ch == 0 else ckpt[b, db0 + c, ch - 1, n]
                     if ch > 0:  # prefetch the chunk before (the next one processed): no hardware prefetcher follows
                         # 16+ rows read in descending chunks, and waiting on those lines cost ~15% of the backward
-                        _prefetch_chunk(delta[b, db0 + c], u[b, db0 + c], dy[b, db0 + c], du[b, db0 + c],
-                                        ddelta[b, db0 + c], s0 - CHUNK, s0)  # fmt: skip
+                        p0 = s0 - CHUNK
+                        _prefetch_rows(delta[b, db0 + c, p0:s0], u[b, db0 + c, p0:s0], dy[b, db0 + c, p0:s0],
+                                       du[b, db0 + c, p0:s0], ddelta[b, db0 + c, p0:s0])  # fmt: skip
                         if gate:
-                            _prefetch_chunk(z[b, db0 + c], ypre[b, db0 + c], z[b, db0 + c], dz[b, db0 + c],
-                                            dz[b, db0 + c], s0 - CHUNK, s0)  # fmt: skip
+                            _prefetch_rows(z[b, db0 + c, p0:s0], ypre[b, db0 + c, p0:s0], z[b, db0 + c, p0:s0],
+                                           dz[b, db0 + c, p0:s0], dz[b, db0 + c, p0:s0])  # fmt: skip
                 for j in range(m):  # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
                     r0 = io[0, j]
                     r1 = io[1, j]

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
 
 
 @pytest.fixture
@@ -21,12 +21,6 @@ def ci_agents(monkeypatch, tmp_path):
         yield path
 
 
-def _wait(job, deadline):
-    while job.running and time.time() < deadline:
-        time.sleep(0.2)
-        job._poll()  # what the served page's periodic callback does
-
-
 def _title(obj):
     return obj.opts.get().kwargs.get("title", "")
 
@@ -38,7 +32,7 @@ def test_agents_are_prepared_in_the_background_then_the_views_follow_the_choice(
     assert board.profile == "ci" and board.variant == "rate"
     assert "waiting" in board.summary().object  # a placeholder while the agent trains
     deadline = time.time() + 600
-    _wait(board.job, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and not board.job.error, board.job.error
     assert "clue" in board.summary().object
     assert _title(board.path().object).startswith("RATE, corridor of 30 steps")
@@ -50,9 +44,9 @@ def test_agents_are_prepared_in_the_background_then_the_views_follow_the_choice(
     assert success, "the success curve has a title"
     board.variant = "dt_short"  # a new agent: placeholders again until it is trained
     assert not board.ready
-    _wait(board.job, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and "no memory valve" in board.memory().object
-    _wait(board.lwail_job, deadline)
+    wait_for_job(board.lwail_job, deadline)
     assert not board.lwail_job.error, board.lwail_job.error
     row = board.lwail_path()
     assert len(row) == 2  # the rollout over the maze and the φ-distance map

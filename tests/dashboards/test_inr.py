@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_title
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job, wait_for_title
 
 
 @pytest.fixture
@@ -18,12 +18,6 @@ def ci_fits(monkeypatch, tmp_path):
         yield path
 
 
-def _wait(board, job, deadline):
-    while job.running and time.time() < deadline:
-        time.sleep(0.2)
-        job._poll()  # what the served page's periodic callback does
-
-
 def test_the_fits_are_prepared_in_the_background_then_the_views_show(ci_fits):
     from dashboards.inr import Dashboard
     from lab.methods.ssm_inr import live
@@ -32,7 +26,7 @@ def test_the_fits_are_prepared_in_the_background_then_the_views_show(ci_fits):
     assert board.profile == "ci"
     assert not board.ready and "waiting" in board.summary().object
     deadline = time.time() + 300
-    _wait(board, board.job, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and not board.job.error
     first = board.summary().object
     assert "LPNet-S3K" in first and "dB" in first
@@ -47,10 +41,10 @@ def test_the_fits_are_prepared_in_the_background_then_the_views_show(ci_fits):
     assert set(rows) == set(live.SHOWN) and all(len(p) == len(cfg.rd_budgets) for p, _ in rows.values())
     board.datum = "shapes_video"  # a new datum needs new fits; the frame slider now spans the video
     assert not board.ready and board.param.frame.bounds == (0, cfg.frames - 1)
-    _wait(board, board.job, deadline)
+    wait_for_job(board.job, deadline)
     board.frame = 1
     assert board.ready and "shapes_video" in board.summary().object
-    _wait(board, board.qjob, deadline)  # leave no SSDi8 preparation running into the next test
+    wait_for_job(board.qjob, deadline)  # leave no SSDi8 preparation running into the next test
     assert board.quant_ready, board.qjob.error
 
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
 
 
 @pytest.fixture
@@ -19,12 +19,6 @@ def ci_models(monkeypatch, tmp_path):
         yield path
 
 
-def _wait(board, deadline):
-    while board.job.running and time.time() < deadline:
-        time.sleep(0.2)
-        board.job._poll()  # what the served page's periodic callback does
-
-
 def test_models_are_prepared_in_the_background_then_the_views_show(ci_models):
     from dashboards.tools import Dashboard
 
@@ -32,7 +26,7 @@ def test_models_are_prepared_in_the_background_then_the_views_show(ci_models):
     assert board.profile == "ci"
     assert "waiting" in board.summary().object  # a placeholder while the models train
     deadline = time.time() + 300
-    _wait(board, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and not board.job.error
     assert "20-digit add" in board.summary().object
     last = board.param.step.bounds[1]
@@ -42,7 +36,7 @@ def test_models_are_prepared_in_the_background_then_the_views_show(ci_models):
     assert len(list((ci_models / "tool_ssm").glob("add-mamba-*.pt"))) == 2  # with and without the tool, on disk
     board.model = "gru"  # a new model needs new training: placeholders again until it is ready
     assert not board.ready
-    _wait(board, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and "gru" in board.summary().object
 
 
@@ -61,7 +55,7 @@ def test_chaingpt_iterations_per_token(ci_models):
     board.chain_tau = 0.0  # never stop early: every token takes the maximum depth
     assert "mean 3.00 of 3" in board.chain().object.opts.get().kwargs["title"] or "τ = 0" in \
         board.chain().object.opts.get().kwargs["title"]
-    _wait(board, deadline)
+    wait_for_job(board.job, deadline)
 
 
 @pytest.mark.browser

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
 
 
 @pytest.fixture
@@ -22,12 +22,6 @@ def ci_grid(monkeypatch, tmp_path):
         yield path
 
 
-def _wait(job, deadline):
-    while job.running and time.time() < deadline:
-        time.sleep(0.2)
-        job._poll()  # what the served page's periodic callback does
-
-
 def _title(pane):
     obj = pane.object
     return obj.opts.get().kwargs.get("title", "")
@@ -40,7 +34,7 @@ def test_grid_is_prepared_in_the_background_then_the_views_follow_the_cell(ci_gr
     assert board.profile == "ci" and board.corruption == "backdoor" and board.rate == 0.5
     assert "waiting" in board.cell().object
     deadline = time.time() + 300
-    _wait(board.job, deadline)
+    wait_for_job(board.job, deadline)
     assert board.ready and not board.job.error, board.job.error
     assert list(ci_grid.glob("rem-grid-*.nc"))  # the grid is on disk
     row = board.cell()
@@ -51,13 +45,13 @@ def test_grid_is_prepared_in_the_background_then_the_views_follow_the_cell(ci_gr
     assert "random at 1" in _title(redirected)
     grids = board.grids().object
     assert len(grids) == 7  # every method but the second REM run
-    _wait(board.wsc_job, deadline)
+    wait_for_job(board.wsc_job, deadline)
     assert not board.wsc_job.error, board.wsc_job.error
     assert _title(board.wsc()).startswith("WSC wsc: accuracy matrix")
     board.wsc_variant = "replay"
-    _wait(board.wsc_job, deadline)
+    wait_for_job(board.wsc_job, deadline)
     assert _title(board.wsc()).startswith("WSC replay")
-    _wait(board.qgpm_job, deadline)
+    wait_for_job(board.qgpm_job, deadline)
     assert not board.qgpm_job.error, board.qgpm_job.error
     assert _title(board.qgpm()[0]).startswith("QGPM ")
 

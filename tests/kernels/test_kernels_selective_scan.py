@@ -246,3 +246,25 @@ def test_backward_over_several_channel_blocks_and_slices(monkeypatch, n_slices):
     want = torch.autograd.grad((yr * gy).sum() + (lr * gl).sum(), ins)
     for x, w in zip(got, want):
         assert x.shape == w.shape and rel_err(x, w) < 1e-10
+
+
+def test_softplus_sigmoid_accuracy():
+    """The kernels' float32 softplus (a log1p series) and sigmoid, against float64, tiny and large inputs included;
+    NaN and infinities propagate."""
+    from kernels._numba.selective_scan import softplus_sigmoid_array
+
+    x = np.concatenate([np.linspace(-90, 90, 20001), [0.0, -1e-8, 1e-8, -30.0, 30.0]]).astype(np.float32)
+    sp, sig = np.empty_like(x), np.empty_like(x)
+    softplus_sigmoid_array(x, sp, sig)
+    x64 = x.astype(np.float64)
+    sp_ref = np.logaddexp(0.0, x64)
+    sig_ref = 1.0 / (1.0 + np.exp(-x64))
+    ok = x > -87  # below, exp(x) underflows float32's normal range: softplus is 0 instead of a ~1e-38 denormal
+    assert np.max(np.abs(sp[ok] - sp_ref[ok]) / sp_ref[ok]) < 1e-6  # relative, down to softplus(-87) ~ 1.6e-38
+    assert np.all(np.abs(sp[~ok]) < 2e-38)
+    assert np.max(np.abs(sig - sig_ref) / np.maximum(sig_ref, 1e-30)) < 1e-6
+    odd = np.array([np.nan, np.inf, -np.inf], np.float32)
+    sp3, sig3 = np.empty_like(odd), np.empty_like(odd)
+    softplus_sigmoid_array(odd, sp3, sig3)
+    assert math.isnan(sp3[0]) and sp3[1] == np.inf and sp3[2] == 0.0
+    assert sig3[1] == 1.0 and sig3[2] == 0.0

@@ -17,18 +17,63 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .selective_scan import _FLAGS, fast_exp
+from .selective_scan import _FLAGS, _STEP, fast_sigmoid
 
 WIDTH = 4  # the kernels' convolution width (narrower ones are padded with zero taps)
 
 
-@njit(cache=True, fastmath=_FLAGS, inline="always")
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
 def _at(xr, pr, i):
     """Element ``i`` of the row ``xr`` after the 3-element prefix ``pr`` (``i`` from -3)."""
     return xr[i] if i >= 0 else pr[3 + i]
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(**_STEP)
+def _conv_row(xr, yr, w0, w1, w2, w3, bc, silu):
+    """``yr[t] = bc + w0 x[t-3] + w1 x[t-2] + w2 x[t-1] + w3 x[t]`` for ``t >= 3``, through SiLU if ``silu``.
+
+    A helper with ``noalias`` arguments (see ``selective_scan._NoAliasCompiler``): inside the parallel kernel the
+    same loop ran 2-3x slower on AVX2.
+    """
+    if silu:
+        for t in range(3, xr.shape[0]):
+            s = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
+            yr[t] = s * fast_sigmoid(s)
+    else:
+        for t in range(3, xr.shape[0]):
+            yr[t] = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
+
+
+@njit(**_STEP)
+def _conv_grad_row(xr, gr, g, w0, w1, w2, w3, bc):
+    """``g[t] = gy[t] silu'(s_t)`` for ``t >= 3``, the pre-activation ``s_t`` recomputed from the row."""
+    for t in range(3, xr.shape[0]):
+        s = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
+        sg = fast_sigmoid(s)
+        g[t] = gr[t] * (sg + s * sg - s * sg * sg)  # silu'(s) = sg (1 + s (1 - sg))
+
+
+@njit(**_STEP)
+def _conv_taps_row(xr, g, dxr, w0, w1, w2, w3, zero):
+    """The row's input gradient ``dx[t] = w3 g[t] + w2 g[t+1] + w1 g[t+2] + w0 g[t+3]`` (``g`` has 3 zeros past
+    the end), and its tap sums: ``sum_t g[t] x[t-3+k]`` for taps 0-2 over ``t >= 3``, tap 3 and the bias over all
+    ``t``; returns ``(a0, a1, a2, a3, ab)``."""
+    a0, a1, a2, a3, ab = zero, zero, zero, zero, zero
+    n = xr.shape[0]
+    for t in range(3, n):
+        gt = g[t]
+        a0 += gt * xr[t - 3]
+        a1 += gt * xr[t - 2]
+        a2 += gt * xr[t - 1]
+    for t in range(n):
+        gt = g[t]
+        a3 += gt * xr[t]
+        ab += gt
+        dxr[t] = w3 * gt + w2 * g[t + 1] + w1 * g[t + 2] + w0 * g[t + 3]
+    return a0, a1, a2, a3, ab
+
+
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def conv_forward(x, pitch, w, bias, prefix, y, silu):
     """Causal depthwise convolution of every row.
 
@@ -50,17 +95,11 @@ def conv_forward(x, pitch, w, bias, prefix, y, silu):
         head = min(3, n_l)
         for t in range(head):
             s = bc + w0 * _at(xr, pr, t - 3) + w1 * _at(xr, pr, t - 2) + w2 * _at(xr, pr, t - 1) + w3 * xr[t]
-            yr[t] = s / (1 + fast_exp(-s)) if silu else s
-        if silu:
-            for t in range(head, n_l):
-                s = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
-                yr[t] = s / (1 + fast_exp(-s))
-        else:
-            for t in range(head, n_l):
-                yr[t] = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
+            yr[t] = s * fast_sigmoid(s) if silu else s
+        _conv_row(xr, yr, w0, w1, w2, w3, bc, silu)
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def conv_backward(x, pitch, w, bias, prefix, gy, silu, dx, dw_part, db_part, dprefix):
     """Backward of :func:`conv_forward` (same inputs; ``gy`` is the ``(batch, channels, length)`` gradient of ``y``).
 
@@ -71,6 +110,7 @@ def conv_backward(x, pitch, w, bias, prefix, gy, silu, dx, dw_part, db_part, dpr
         dprefix: ``(batch, channels, 3)`` gradient of the prefix, written in place.
     """
     n_b, n_c, n_l = gy.shape
+    zero = np.zeros(1, dtype=x.dtype)[0]  # (g[0] * 0 would be float64 for float32 input: numba promotes the literal)
     for task in prange(n_b * n_c):
         b = task // n_c
         c = task % n_c
@@ -84,32 +124,18 @@ def conv_backward(x, pitch, w, bias, prefix, gy, silu, dx, dw_part, db_part, dpr
         if silu:  # recompute the pre-activation s; g = gy * silu'(s)
             for t in range(head):
                 s = bc + w0 * _at(xr, pr, t - 3) + w1 * _at(xr, pr, t - 2) + w2 * _at(xr, pr, t - 1) + w3 * xr[t]
-                sg = 1 / (1 + fast_exp(-s))
-                g[t] = gr[t] * sg * (1 + s * (1 - sg))
-            for t in range(head, n_l):
-                s = bc + w0 * xr[t - 3] + w1 * xr[t - 2] + w2 * xr[t - 1] + w3 * xr[t]
-                sg = 1 / (1 + fast_exp(-s))
-                g[t] = gr[t] * sg * (1 + s * (1 - sg))
+                sg = fast_sigmoid(s)
+                g[t] = gr[t] * (sg + s * sg - s * sg * sg)  # silu'(s) = sg (1 + s (1 - sg))
+            _conv_grad_row(xr, gr, g, w0, w1, w2, w3, bc)
         else:
             for t in range(n_l):
                 g[t] = gr[t]
-        zero = g[0] * 0
-        a0, a1, a2, a3, ab = zero, zero, zero, zero, zero
+        a0, a1, a2, a3, ab = _conv_taps_row(xr, g, dxr, w0, w1, w2, w3, zero)
         for t in range(head):  # taps that reach into the prefix
             gt = g[t]
             a0 += gt * _at(xr, pr, t - 3)
             a1 += gt * _at(xr, pr, t - 2)
             a2 += gt * _at(xr, pr, t - 1)
-        for t in range(head, n_l):
-            gt = g[t]
-            a0 += gt * xr[t - 3]
-            a1 += gt * xr[t - 2]
-            a2 += gt * xr[t - 1]
-        for t in range(n_l):
-            gt = g[t]
-            a3 += gt * xr[t]
-            ab += gt
-            dxr[t] = w3 * gt + w2 * g[t + 1] + w1 * g[t + 2] + w0 * g[t + 3]
         dw_part[b, c, 0] = a0
         dw_part[b, c, 1] = a1
         dw_part[b, c, 2] = a2

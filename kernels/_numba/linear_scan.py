@@ -82,7 +82,7 @@ _prefetch_w = _make_prefetch(1)
 
 # ---------------------------------------------------------------------------------------------------------------
 # time contiguous: one row (1-D views in processing order)
-@njit(cache=True, fastmath=_FLAGS, inline="always")
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
 def _row_forward(av, bv, ov, h, pa, pb, po, prefetch, ahead):
     """Scan one row: ``ov[s] = av[s] * ov[s-1] + bv[s]`` from state ``h``; returns the last state.
 
@@ -125,7 +125,7 @@ def _row_forward(av, bv, ov, h, pa, pb, po, prefetch, ahead):
     return h
 
 
-@njit(cache=True, fastmath=_FLAGS, inline="always")
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
 def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
     """Adjoint of one row, 1-D views in *backward* processing order (the forward order reversed).
 
@@ -183,7 +183,7 @@ def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
     return np.conj(av[n_t - 1]) * d
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_rows_forward(a, b, h0, out, reverse):
     """Scan every row of ``(N, T)`` arrays along axis 1, blocked chains, rows in parallel.
 
@@ -202,7 +202,7 @@ def scan_rows_forward(a, b, h0, out, reverse):
             _row_forward(a[n], b[n], out[n], h0[n], a[m], b[m], out[m], False, True)
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_rows_backward(a, h, g, h0, da, db, dh0, reverse):
     """Adjoint of :func:`scan_rows_forward`.
 
@@ -227,7 +227,7 @@ def scan_rows_backward(a, h, g, h0, da, db, dh0, reverse):
             )  # fmt: skip
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_rows_simple(a, b, h0, out, reverse):
     """One plain dependent chain per row (latency-bound reference loop order; used by the benchmark)."""
     n_t = b.shape[1]
@@ -241,7 +241,7 @@ def scan_rows_simple(a, b, h0, out, reverse):
 
 # ---------------------------------------------------------------------------------------------------------------
 # channels last
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _prefetch_rows(r1, r2, r3, w1, w2):
     """Prefetch every cache line of three rows to read and two to write."""
     line = max(1, 64 // r1.itemsize)
@@ -253,20 +253,20 @@ def _prefetch_rows(r1, r2, r3, w1, w2):
         _prefetch_w(w2, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _copy1(src, dst):
     for i in range(src.shape[0]):
         dst[i] = src[i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _copy2(src1, src2, dst1, dst2):
     for i in range(src1.shape[0]):
         dst1[i] = src1[i]
         dst2[i] = src2[i]
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_channels_forward(a, b, h0, out, reverse):
     """Scan ``(N, T, M)`` arrays along axis 1, vectorised over the channel axis ``M``.
 
@@ -317,7 +317,7 @@ def scan_channels_forward(a, b, h0, out, reverse):
                 prev = orow
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_channels_backward(a, h, g, h0, da, db, dh0, reverse):
     """Adjoint of :func:`scan_channels_forward` (arguments as in :func:`scan_rows_backward`, with a trailing
     channel axis: ``(N, T, M)`` arrays and ``(N, M)`` states). The adjoint of a forward scan runs in two ascending
@@ -396,7 +396,7 @@ def scan_channels_backward(a, h, g, h0, da, db, dh0, reverse):
         dh0[n, c0:c1] = carry
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def axpy_rows(a, b, out):
     """Element-wise ``out = a * b + b`` over ``(N, T)`` rows: the bandwidth reference (the scan's access pattern)."""
     for n in prange(b.shape[0]):

@@ -23,7 +23,19 @@ The backward parallelises over (batch, group, slice of channel blocks) tasks: ev
 channels, so it can accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial
 without atomics; the caller adds the partials.
 
-``exp`` of float32 uses a vectorisable polynomial (:func:`fast_exp`, relative error ~2e-7); float64 uses ``math.exp``.
+The work of a step (or of a chunk's element-wise pass) runs in small helpers compiled with LLVM's ``noalias`` on
+their array arguments (:class:`_NoAliasCompiler`): their buffers never share an element, and saying so is what
+lets LLVM vectorise the 16-lane loops on every x86 target. Inside the kernels the same loops were vectorised on
+AVX-512 (Sapphire/Emerald Rapids) but left scalar on AVX2 (Zen 3): LLVM could not prove the rows disjoint there.
+
+The decay ``exp(dt A)`` is ``2**(dt A log2 e)`` with ``log2 e`` folded into ``A`` once per block
+(:func:`fast_exp2`: a rounding and a degree-6 polynomial, relative error < 1e-7, no two-constant argument
+reduction); the gates use :func:`fast_exp` (relative error ~2e-7). Float64 uses ``math`` throughout. Constants are
+typed in the input's precision: numba types ``float32 op 1`` (or ``op 1.0``) as float64, which halves the vector
+width and adds conversions.
+
+All kernels use ``error_model="numpy"``: with numba's default ("python") every float division checks for zero to
+raise ``ZeroDivisionError``, and that branch keeps a loop from vectorising.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.extending import intrinsic, overload
 
 from .linear_scan import _prefetch_rows
@@ -42,6 +55,7 @@ LANES = 16  # channels run in lockstep (the innermost, vectorised loop of the fo
 CHANNEL_BLOCK = LANES  # the backward's channel block (the wrapper sizes its channel slices by it)
 
 _FLAGS = {"nsz", "contract", "arcp", "reassoc", "afn"}  # no 'nnan'/'ninf': NaN and inf propagate
+_LOG2E = 1.4426950408889634
 
 
 @intrinsic
@@ -69,8 +83,6 @@ def _fast_exp_impl(x):
     if x == types.float32:
 
         def impl(x):
-            if x != x:  # NaN in, NaN out
-                return x
             xc = min(max(x, np.float32(-87.3)), np.float32(88.3))
             kf = np.floor(xc * np.float32(1.4426950408889634) + np.float32(0.5))
             k = np.int32(kf)  # a 32-bit conversion (math.floor's int64 took two 512-bit conversions per vector)
@@ -83,7 +95,8 @@ def _fast_exp_impl(x):
             p = p * r + np.float32(5.0000001201e-1)
             p = p * r * r + r + np.float32(1.0)
             res = p * _bits_to_f32((k + np.int32(127)) << np.int32(23))
-            return res if x > np.float32(-87.3) else np.float32(0.0)
+            res = res if x > np.float32(-87.3) else np.float32(0.0)
+            return res if x == x else x  # NaN in, NaN out (a select: an early return broke numba's SSA check)
 
         return impl
     if isinstance(x, types.Float):
@@ -91,11 +104,66 @@ def _fast_exp_impl(x):
     return None
 
 
-@njit(cache=True, fastmath=_FLAGS)
+def fast_exp2(x):
+    """``2**x``; float32: ``2**round(x)`` from its bits times a degree-6 polynomial of the rest (in [-1/2, 1/2]).
+
+    Cheaper than :func:`fast_exp` (no two-constant argument reduction): the recurrences fold ``log2(e)`` into ``A``.
+    Below -127 it is exactly 0; NaN propagates.
+    """
+    return 2.0 ** x
+
+
+@overload(fast_exp2, inline="always")
+def _fast_exp2_impl(x):
+    if x == types.float32:
+
+        def impl(x):
+            xc = min(max(x, np.float32(-127.0)), np.float32(127.0))
+            kf = np.floor(xc + np.float32(0.5))
+            f = xc - kf
+            p = np.float32(1.535336188319500e-4)
+            p = p * f + np.float32(1.339887440266574e-3)
+            p = p * f + np.float32(9.618437357674640e-3)
+            p = p * f + np.float32(5.550332471162809e-2)
+            p = p * f + np.float32(2.402264791363012e-1)
+            p = p * f + np.float32(6.931472028550421e-1)
+            p = p * f + np.float32(1.0)
+            res = p * _bits_to_f32((np.int32(kf) + np.int32(127)) << np.int32(23))
+            return res if x == x else x
+
+        return impl
+    if isinstance(x, types.Float):
+        return lambda x: 2.0 ** x
+    return None
+
+
+def fast_sigmoid(x):
+    """``1 / (1 + exp(-x))`` in the input's precision (an integer literal ``1`` would promote float32 to float64)."""
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+@overload(fast_sigmoid, inline="always")
+def _fast_sigmoid_impl(x):
+    if x == types.float32:
+        return lambda x: np.float32(1.0) / (np.float32(1.0) + fast_exp(-x))
+    if isinstance(x, types.Float):
+        return lambda x: 1.0 / (1.0 + math.exp(-x))
+    return None
+
+
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS)
 def fast_exp_array(x, out):
     """Element-wise :func:`fast_exp` (for tests)."""
     for i in range(x.shape[0]):
         out[i] = fast_exp(x[i])
+
+
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS)
+def fast_exp2_sigmoid_array(x, e2, sig):
+    """Element-wise :func:`fast_exp2` and :func:`fast_sigmoid` (for tests)."""
+    for i in range(x.shape[0]):
+        e2[i] = fast_exp2(x[i])
+        sig[i] = fast_sigmoid(x[i])
 
 
 def softplus_sigmoid(x):
@@ -136,14 +204,157 @@ def _softplus_sigmoid_impl(x):
     return None
 
 
-@njit(cache=True, fastmath=_FLAGS)
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS)
 def softplus_sigmoid_array(x, sp, sig):
     """Element-wise :func:`softplus_sigmoid` (for tests)."""
     for i in range(x.shape[0]):
         sp[i], sig[i] = softplus_sigmoid(x[i])
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+class _NoAliasCompiler(CompilerBase):
+    """Numba's nopython pipeline with LLVM's ``noalias`` on every pointer argument (numba's ``noalias`` flag, which
+    ``@njit`` does not expose).
+
+    The step helpers below take work buffers that never share an element. Said so, LLVM vectorises their 16-lane
+    loops with no runtime alias checks; without it (the loops inside the kernels), on AVX2 (Zen 3) it left the
+    adjoint loop scalar (checks it could not form, or that failed over the whole outer loop), 8x slower.
+    """
+
+    def define_pipelines(self):
+        self.state.flags.noalias = True
+        return [DefaultPassBuilder.define_nopython_pipeline(self.state)]
+
+
+_STEP = dict(cache=True, error_model="numpy", fastmath=_FLAGS, pipeline_class=_NoAliasCompiler)
+
+
+@njit(**_STEP)
+def _forward_chunk(h, a, dt, x, dtx, out, sk, Bc, Cc, kc, m):
+    """A chunk's ``m`` forward steps of a ``(state, LANES)`` block: per step ``h <- 2**(dt A log2 e) h + dt u B``
+    (``h`` zeroed first where ``kc`` is 0), ``out = D u + C . h``.
+
+    ``h``, ``a``: ``(state, LANES)``; ``dt``, ``x``, ``dtx`` (dt u), ``out``: the chunk's ``[step, lane]``
+    buffers; ``sk``: ``(LANES,)`` the D skip; ``Bc``, ``Cc``: ``(m, state)``; ``kc``: ``(m,)`` keep flags. No two
+    arguments share an element (see :class:`_NoAliasCompiler`); one call per chunk, not per step.
+    """
+    n_s = h.shape[0]
+    for j in range(m):
+        if kc[j] == 0:
+            for n in range(n_s):
+                for c in range(LANES):
+                    h[n, c] = 0
+        for c in range(LANES):
+            out[j, c] = sk[c] * x[j, c]
+        for n in range(n_s):
+            bn = Bc[j, n]
+            cn = Cc[j, n]
+            for c in range(LANES):
+                hn = fast_exp2(dt[j, c] * a[n, c]) * h[n, c] + dtx[j, c] * bn
+                h[n, c] = hn
+                out[j, c] += hn * cn
+
+
+@njit(**_STEP)
+def _recompute_step(hp, hc, er, a2, stp, dtx, brow, kp):
+    """The backward's recompute of one step: ``er = 2**(dt A log2 e) keep``, ``hc = er hp + dt u B``
+    (``hp``, ``hc``, ``er``, ``a2``: ``(state, LANES)``; ``stp``, ``dtx``: ``(LANES,)``; ``brow``: ``(state,)``)."""
+    for n in range(hp.shape[0]):
+        bn = brow[n]
+        for c in range(LANES):
+            e = fast_exp2(stp[c] * a2[n, c]) * kp
+            er[n, c] = e
+            hc[n, c] = e * hp[n, c] + dtx[c] * bn
+
+
+@njit(**_STEP)
+def _adjoint_step(adj, dA, tb, tc, gs, us, av, hp, hc, er, stp, dtx, gyv, brow, crow, dbrow, dcrow):
+    """One step of the adjoint recurrence, backwards, over a ``(state, LANES)`` block.
+
+    ``adj`` (the state's adjoint) and ``dA`` (the ``dA`` sum) carry over steps; ``tb``, ``tc`` hold the step's
+    ``dB`` and ``dC`` terms, whose lane sums go to ``dbrow``, ``dcrow`` ``(state,)``; ``gs``, ``us`` ``(LANES,)``
+    get the step's ``d dt`` (through ``A``) and ``sum_n dh B`` terms. ``av`` is ``A``; ``hp``, ``hc`` the states
+    entering and leaving the step, ``er`` its ``exp(dt A)``; ``stp``, ``dtx``, ``gyv``: dt, dt u and dy.
+    """
+    for c in range(LANES):
+        gs[c] = 0
+        us[c] = 0
+    for n in range(hp.shape[0]):
+        bn = brow[n]
+        cn = crow[n]
+        for c in range(LANES):
+            dhn = adj[n, c] + gyv[c] * cn
+            e = er[n, c]
+            t = dhn * hp[n, c] * e  # d(loss)/d(dt * A[n])
+            dA[n, c] += t * stp[c]
+            gs[c] += t * av[n, c]
+            us[c] += dhn * bn
+            adj[n, c] = dhn * e
+            tb[n, c] = dhn * dtx[c]
+            tc[n, c] = gyv[c] * hc[n, c]
+        sb = dbrow[n]
+        sc = dcrow[n]
+        for c in range(LANES):
+            sb += tb[n, c]
+            sc += tc[n, c]
+        dbrow[n] = sb
+        dcrow[n] = sc
+
+
+@njit(**_STEP)
+def _dt_step(dt, x, dtx, bl, m, softplus):
+    """Over a chunk's ``[step, lane]`` buffers: ``dt <- softplus(dt + bias)`` (or ``dt + bias``), ``dtx = dt x``."""
+    for j in range(m):
+        for c in range(LANES):
+            v = dt[j, c] + bl[c]
+            if softplus:
+                v = softplus_sigmoid(v)[0]
+            dt[j, c] = v
+            dtx[j, c] = v * x[j, c]
+
+
+@njit(**_STEP)
+def _gate_forward(out, z, ypre, m):
+    """``out = ypre * silu(z)`` over a chunk's ``[step, lane]`` buffers."""
+    for j in range(m):
+        for c in range(LANES):
+            zc = z[j, c]
+            out[j, c] = ypre[j, c] * zc * fast_sigmoid(zc)
+
+
+@njit(**_STEP)
+def _dt_gate_backward(dt, x, dtx, slope, gy, z, ypre, bl, m, softplus, gate, one):
+    """The backward's element-wise prologue over a chunk's ``[step, lane]`` buffers: ``dt``, its softplus
+    ``slope`` and ``dtx = dt x`` as in the forward; with ``gate``, ``z <- dz = dy ypre silu'(z)`` and
+    ``gy <- dy silu(z)`` (the gradient reaching the pre-gate output)."""
+    for j in range(m):
+        for c in range(LANES):
+            v = dt[j, c] + bl[c]
+            sl = one
+            if softplus:
+                v, sl = softplus_sigmoid(v)
+            dt[j, c] = v
+            dtx[j, c] = v * x[j, c]
+            slope[j, c] = sl
+            if gate:
+                zc = z[j, c]
+                sg = fast_sigmoid(zc)
+                silu = zc * sg
+                gj = gy[j, c]
+                z[j, c] = gj * ypre[j, c] * (sg + silu - silu * sg)  # silu'(z) = sg (1 + z (1 - sg))
+                gy[j, c] = gj * silu
+
+
+@njit(**_STEP)
+def _ddelta_step(gdt, slope, dbl, m):
+    """``d delta = d dt * slope`` over a chunk's ``[step, lane]`` buffer; its sum over the steps goes to ``dbl``."""
+    for j in range(m):
+        for c in range(LANES):
+            v = gdt[j, c] * slope[j, c]
+            gdt[j, c] = v
+            dbl[c] += v
+
+
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y, last, ckpt, save, z, ypre, gate):
     """Forward selective scan; the step ``dt = softplus(delta + bias)`` (softplus if ``softplus``) is formed here.
 
@@ -195,7 +406,7 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
             sk[c] = Dv[d0 + c]
             bl[c] = bias[d0 + c]
             for n in range(n_s):
-                a[n, c] = A[d0 + c, n]
+                a[n, c] = A[d0 + c, n] * _LOG2E  # exp(dt A) = 2**(dt A log2(e)): fast_exp2's cheaper reduction
                 h[n, c] = h0[b, d0 + c, n]
         for s0 in range(0, n_l, CHUNK):
             m = min(n_l, s0 + CHUNK) - s0
@@ -205,35 +416,9 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
                 for j in range(m):
                     io[0, j, c] = t_in[j]
                     io[1, j, c] = x_in[j]
-            for j in range(m):  # dt = softplus(delta + bias) and dt * u, vectorised over the lanes
-                r0 = io[0, j]
-                r1 = io[1, j]
-                r2 = io[2, j]
-                for c in range(LANES):
-                    v = r0[c] + bl[c]
-                    if softplus:
-                        v = softplus_sigmoid(v)[0]
-                    r0[c] = v
-                    r2[c] = v * r1[c]
-            for j in range(m):
-                if keep[b, s0 + j] == 0:
-                    h[:, :] = 0
-                stp = io[0, j]
-                dtx = io[2, j]
-                acc = io[3, j]
-                for c in range(LANES):
-                    acc[c] = sk[c] * io[1, j, c]
-                brow = Bt[b, g, s0 + j]
-                crow = Ct[b, g, s0 + j]
-                for n in range(n_s):
-                    bn = brow[n]
-                    cn = crow[n]
-                    hr = h[n]
-                    ar = a[n]
-                    for c in range(LANES):
-                        hn = fast_exp(stp[c] * ar[c]) * hr[c] + dtx[c] * bn
-                        hr[c] = hn
-                        acc[c] += hn * cn
+            _dt_step(io[0], io[1], io[2], bl, m, softplus)  # dt = softplus(delta + bias), dt * u
+            _forward_chunk(h, a, io[0], io[1], io[2], io[3], sk, Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m],
+                           keep[b, s0:s0 + m], m)
             if save:
                 for c in range(nb):
                     for n in range(n_s):
@@ -245,13 +430,7 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
                     z_in = z[b, d0 + c, s0:s0 + m]
                     for j in range(m):
                         io[1, j, c] = z_in[j]
-                for j in range(m):
-                    r0 = io[0, j]
-                    r1 = io[1, j]
-                    r3 = io[3, j]
-                    for c in range(LANES):
-                        zc = r1[c]
-                        r0[c] = r3[c] * zc / (1 + fast_exp(-zc))
+                _gate_forward(io[0], io[1], io[3], m)
                 if save:
                     for c in range(nb):
                         p_out = ypre[b, d0 + c, s0:s0 + m]
@@ -266,7 +445,7 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
                 last[b, d0 + c, n] = h[n, c]
 
 
-@njit(parallel=True, cache=True, fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def selective_scan_backward(
     u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, ckpt, z, ypre, gate, dy, du, ddelta, dz, dA_part, dB_part,
     dC_part, dD_part, dbias_part, dh0, n_slices,
@@ -280,13 +459,13 @@ def selective_scan_backward(
     outside the kernel. The chunk's states and ``exp(dt A)`` are then recomputed from its checkpoint, the adjoint
     recurrence runs backwards through them, and the chunk's ``du`` and ``d delta`` go back along the length.
 
-    The per-(state, lane) quantities the adjoint loop writes (the state's adjoint, the ``dA`` sum, the step's ``dB``
-    and ``dC`` terms) are rows of ONE work array ``w[n, k, lane]``, taken as views at compile-time-constant
-    distances, so LLVM proves them disjoint and needs few runtime alias checks (eleven separate arrays exceeded its
-    check limit and stayed scalar; flat indices ``n * K + c`` defeated it too: numba's negative-index wraparound
-    makes such addresses non-affine). ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per
-    state and step; a column-wise bulk sum per chunk was 2x slower). Padding lanes (past a group's last channel)
-    run on zeros and add nothing.
+    The per-(state, lane) quantities the adjoint writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and
+    ``dC`` terms) are separate ``(state, LANES)`` arrays handed to :func:`_adjoint_step`, whose ``noalias``
+    arguments let LLVM vectorise without runtime alias checks (inside the kernel, with the four as rows of one
+    ``[n, k, lane]`` array, AVX-512 targets vectorised and AVX2 ones did not: 2.6 against 0.35 ns per update in a
+    standalone test on Zen 3). ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per state
+    and step; a column-wise bulk sum per chunk was 2x slower). Padding lanes (past a group's last channel) run on
+    zeros and add nothing.
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.
@@ -305,6 +484,7 @@ def selective_scan_backward(
     per_slice = ((per_group + n_slices - 1) // n_slices + LANES - 1) // LANES * LANES
     n_chunks = (n_l + CHUNK - 1) // CHUNK
     L = LANES
+    one = np.ones(1, dtype=u.dtype)[0]  # 1 in u's precision (a literal 1 would promote float32 arithmetic to float64)
     for task in prange(n_b * n_g * n_slices):
         b = task // (n_g * n_slices)
         g = (task // n_slices) % n_g
@@ -313,8 +493,12 @@ def selective_scan_backward(
         d0 = min(g * per_group + sl * per_slice, g1)
         d1 = min(d0 + per_slice, g1)
         hist = np.zeros((CHUNK + 1, n_s, L), dtype=u.dtype)  # state entering step j of the chunk
-        w = np.zeros((n_s, 4, L), dtype=u.dtype)  # [n, k, lane]: adjoint, dA sum, dB and dC terms of the step
+        adj = np.zeros((n_s, L), dtype=u.dtype)  # the state's adjoint
+        dAs = np.zeros((n_s, L), dtype=u.dtype)  # the dA sum
+        tb = np.zeros((n_s, L), dtype=u.dtype)  # the step's dB terms
+        tc = np.zeros((n_s, L), dtype=u.dtype)  # the step's dC terms
         av = np.zeros((n_s, L), dtype=u.dtype)  # A
+        av2 = np.zeros((n_s, L), dtype=u.dtype)  # A log2(e), for fast_exp2
         eb = np.zeros((CHUNK, n_s, L), dtype=u.dtype)  # exp(dt * A) of step j (times keep)
         io = np.zeros((9, CHUNK, L), dtype=u.dtype)  # [step, lane]: dt, u, dt*u, dy, du, d dt, dt', z, ypre
         bl = np.zeros(L, dtype=u.dtype)  # delta's bias
@@ -329,8 +513,10 @@ def selective_scan_backward(
         dcp[:, :] = 0
         for db0 in range(d0, d1, L):
             nb = min(L, d1 - db0)
-            w[:, :, :] = 0
+            adj[:, :] = 0
+            dAs[:, :] = 0
             av[:, :] = 0
+            av2[:, :] = 0
             io[:, :, :] = 0
             dd[:] = 0
             skip[:] = 0
@@ -342,7 +528,8 @@ def selective_scan_backward(
                 bl[c] = bias[db0 + c]
                 for n in range(n_s):
                     av[n, c] = A[db0 + c, n]
-                    w[n, 0, c] = dh0[b, db0 + c, n]  # the caller preloads dh0 with the final state's gradient
+                    av2[n, c] = A[db0 + c, n] * _LOG2E
+                    adj[n, c] = dh0[b, db0 + c, n]  # the caller preloads dh0 with the final state's gradient
             for ch in range(n_chunks - 1, -1, -1):
                 s0 = ch * CHUNK
                 m = min(n_l, s0 + CHUNK) - s0
@@ -370,44 +557,11 @@ def selective_scan_backward(
                         if gate:
                             _prefetch_rows(z[b, db0 + c, p0:s0], ypre[b, db0 + c, p0:s0], z[b, db0 + c, p0:s0],
                                            dz[b, db0 + c, p0:s0], dz[b, db0 + c, p0:s0])  # fmt: skip
-                for j in range(m):  # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
-                    r0 = io[0, j]
-                    r1 = io[1, j]
-                    r2 = io[2, j]
-                    r3 = io[3, j]
-                    r6 = io[6, j]
-                    r7 = io[7, j]
-                    r8 = io[8, j]
-                    for c in range(L):
-                        v = r0[c] + bl[c]
-                        slope = v * 0 + 1
-                        if softplus:
-                            v, slope = softplus_sigmoid(v)
-                        r0[c] = v
-                        r2[c] = v * r1[c]
-                        r6[c] = slope
-                        if gate:  # y = ypre * silu(z): dz (into z's buffer), and dy * silu(z) goes on
-                            zc = r7[c]
-                            sg = 1 / (1 + fast_exp(-zc))
-                            silu = zc * sg
-                            gj = r3[c]
-                            r7[c] = gj * r8[c] * (sg + silu * (1 - sg))
-                            r3[c] = gj * silu
+                # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
+                _dt_gate_backward(io[0], io[1], io[2], io[6], io[3], io[7], io[8], bl, m, softplus, gate, one)
                 for j in range(m):  # recompute the chunk's states
-                    kp = keep[b, s0 + j]
-                    stp = io[0, j]
-                    dtx = io[2, j]
-                    brow = Bt[b, g, s0 + j]
-                    for n in range(n_s):
-                        bn = brow[n]
-                        hp = hist[j, n]
-                        hc = hist[j + 1, n]
-                        ar = av[n]
-                        er = eb[j, n]
-                        for c in range(L):
-                            e = fast_exp(stp[c] * ar[c]) * kp
-                            er[c] = e
-                            hc[c] = e * hp[c] + dtx[c] * bn
+                    _recompute_step(hist[j], hist[j + 1], eb[j], av2, io[0, j], io[2, j], Bt[b, g, s0 + j],
+                                    keep[b, s0 + j])
                 for j in range(m - 1, -1, -1):  # adjoint, backwards through the chunk
                     l = s0 + j
                     stp = io[0, j]
@@ -416,53 +570,14 @@ def selective_scan_backward(
                     gyv = io[3, j]
                     for c in range(L):
                         dd[c] += gyv[c] * xv[c]
-                        gs[c] = 0
-                        us[c] = 0
-                    brow = Bt[b, g, l]
-                    crow = Ct[b, g, l]
-                    dbrow = dbp[l]
-                    dcrow = dcp[l]
-                    for n in range(n_s):
-                        bn = brow[n]
-                        cn = crow[n]
-                        hp = hist[j, n]
-                        hc = hist[j + 1, n]
-                        ar = av[n]
-                        w0 = w[n, 0]
-                        w1 = w[n, 1]
-                        w2 = w[n, 2]
-                        w3 = w[n, 3]
-                        er = eb[j, n]
-                        for c in range(L):
-                            an = ar[c]
-                            dhn = w0[c] + gyv[c] * cn
-                            e = er[c]
-                            t = dhn * hp[c] * e  # d(loss)/d(dt * A[n])
-                            w1[c] += t * stp[c]
-                            gs[c] += t * an
-                            us[c] += dhn * bn
-                            w0[c] = dhn * e
-                            w2[c] = dhn * dtx[c]
-                            w3[c] = gyv[c] * hc[c]
-                        sb = dbrow[n]
-                        sc = dcrow[n]
-                        for c in range(L):
-                            sb += w2[c]
-                            sc += w3[c]
-                        dbrow[n] = sb
-                        dcrow[n] = sc
+                    _adjoint_step(adj, dAs, tb, tc, gs, us, av, hist[j], hist[j + 1], eb[j], stp, dtx, gyv,
+                                  Bt[b, g, l], Ct[b, g, l], dbp[l], dcp[l])
                     gdu = io[4, j]
                     gdt = io[5, j]
                     for c in range(L):
                         gdu[c] = gyv[c] * skip[c] + us[c] * stp[c]
                         gdt[c] = gs[c] + us[c] * xv[c]
-                for j in range(m):  # d delta = d dt * softplus slope; its sum over steps feeds d bias
-                    r5 = io[5, j]
-                    r6 = io[6, j]
-                    for c in range(L):
-                        v = r5[c] * r6[c]
-                        r5[c] = v
-                        dbl[c] += v
+                _ddelta_step(io[5], io[6], dbl, m)  # d delta = d dt * softplus slope; summed, d bias
                 for c in range(nb):  # the chunk's du, d delta (and dz), back along the length
                     du_out = du[b, db0 + c, s0:s0 + m]
                     dt_out = ddelta[b, db0 + c, s0:s0 + m]
@@ -476,7 +591,7 @@ def selective_scan_backward(
             for c in range(nb):
                 d = db0 + c
                 for n in range(n_s):
-                    dh0[b, d, n] = w[n, 0, c]
-                    dA_part[b, d, n] = w[n, 1, c]
+                    dh0[b, d, n] = adj[n, c]
+                    dA_part[b, d, n] = dAs[n, c]
                 dD_part[b, d] = dd[c]
                 dbias_part[b, d] = dbl[c]

@@ -168,6 +168,26 @@ def test_fast_exp_accuracy():
     assert math.isnan(out[0])
 
 
+def test_fast_exp2_and_sigmoid_accuracy():
+    """float32 ``2**x`` (the scans' decay, with log2(e) folded into A) and the gates' sigmoid against float64:
+    < 1e-7 relative for 2**x over its normal range, exactly 0 below -127, NaN in NaN out; the sigmoid stays in
+    float32 (a literal 1 would have promoted it) within 1e-6 relative."""
+    from kernels._numba.selective_scan import fast_exp2_sigmoid_array
+
+    x = np.concatenate([np.linspace(-130, 126.9, 40001), [0.0, -1e-8, 1e-8, -0.5, 0.5, np.nan]]).astype(np.float32)
+    e2, sig = np.empty_like(x), np.empty_like(x)
+    fast_exp2_sigmoid_array(x, e2, sig)
+    x64 = x.astype(np.float64)
+    ok = (x > -126) & (x < 127)
+    ref = np.exp2(x64[ok])
+    assert np.max(np.abs(e2[ok] - ref) / ref) < 1e-7
+    assert np.all(e2[x < -127] == 0)
+    assert math.isnan(e2[-1]) and math.isnan(sig[-1])
+    fin = np.isfinite(x) & (x > -80)  # sigmoid's relative error grows where it underflows toward 0
+    ref_sig = 1 / (1 + np.exp(-x64[fin]))
+    assert np.max(np.abs(sig[fin] - ref_sig) / ref_sig) < 1e-6
+
+
 @pytest.mark.parametrize("combo", list(itertools.combinations(OPTIONS, 2))[:3])
 def test_torch_backend_is_the_reference(combo):
     args, kw = _inputs(opts=combo)

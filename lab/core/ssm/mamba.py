@@ -70,8 +70,8 @@ class Mamba(nn.Module):
 
         Everything runs in the scan's ``(batch, channels, length)`` layout: the four projections are ``W @ x``
         products per batch element (:func:`_per_batch`), which read their operand in place and write that layout, so
-        no ``(batch, length, d_inner)`` activation is transposed into a copy, forward or backward; only the
-        ``(batch, d_model, length)`` output is, at the end.
+        no ``(batch, length, d_inner)`` activation is transposed into a copy, forward or backward; the out-projection
+        reads the scan's output transposed and writes ``(batch, length, d_model)`` directly.
         """
         xz = _per_batch(self.in_proj.weight, x.transpose(1, 2))  # (b, 2 d_inner, L)
         u, z = xz.chunk(2, dim=1)  # (b, d_inner, L) each
@@ -86,7 +86,8 @@ class Mamba(nn.Module):
             return_last_state=return_state,
         )
         y, h_last = out if return_state else (out, None)
-        y = _per_batch(self.out_proj.weight, y).transpose(1, 2).contiguous()  # (b, L, d_model)
+        # (b, L, d_model) straight from the GEMM (y read transposed in place): no transposing copy of the output
+        y = torch.bmm(y.transpose(1, 2), self.out_proj.weight.t().expand(y.shape[0], -1, -1))
         return (y, (conv_next, h_last)) if return_state else y
 
     def step(self, x_t: torch.Tensor, state):

@@ -23,9 +23,10 @@ The backward parallelises over (batch, group, slice of channel blocks) tasks: ev
 channels, so it can accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial
 without atomics; the caller adds the partials.
 
-The work of a step (or of a chunk's element-wise pass) runs in small helpers compiled with LLVM's ``noalias`` on
-their array arguments (:class:`_NoAliasCompiler`): their buffers never share an element, and saying so is what
-lets LLVM vectorise the 16-lane loops on every x86 target. Inside the kernels the same loops were vectorised on
+A chunk's work (the forward's steps, the backward's recompute and adjoint, the element-wise passes) runs in small
+helpers, one call per chunk, compiled with LLVM's ``noalias`` on their array arguments (:class:`_NoAliasCompiler`):
+their buffers never share an element, and saying so is what lets LLVM vectorise the 16-lane loops on every x86
+target. Inside the kernels the same loops were vectorised on
 AVX-512 (Sapphire/Emerald Rapids) but left scalar on AVX2 (Zen 3): LLVM could not prove the rows disjoint there.
 
 The decay ``exp(dt A)`` is ``2**(dt A log2 e)`` with ``log2 e`` folded into ``A`` once per block
@@ -255,49 +256,65 @@ def _forward_chunk(h, a, dt, x, dtx, out, sk, Bc, Cc, kc, m):
 
 
 @njit(**_STEP)
-def _recompute_step(hp, hc, er, a2, stp, dtx, brow, kp):
-    """The backward's recompute of one step: ``er = 2**(dt A log2 e) keep``, ``hc = er hp + dt u B``
-    (``hp``, ``hc``, ``er``, ``a2``: ``(state, LANES)``; ``stp``, ``dtx``: ``(LANES,)``; ``brow``: ``(state,)``)."""
-    for n in range(hp.shape[0]):
-        bn = brow[n]
-        for c in range(LANES):
-            e = fast_exp2(stp[c] * a2[n, c]) * kp
-            er[n, c] = e
-            hc[n, c] = e * hp[n, c] + dtx[c] * bn
+def _recompute_chunk(hist, eb, a2, dt, dtx, Bc, kc, m):
+    """The backward's recompute of a chunk's ``m`` steps: ``eb[j] = 2**(dt A log2 e) keep``,
+    ``hist[j + 1] = eb[j] hist[j] + dt u B`` (``hist[0]``, the chunk's entering state, is given).
+
+    ``hist``: ``(CHUNK + 1, state, LANES)``; ``eb``: ``(CHUNK, state, LANES)``; ``a2``: ``(state, LANES)``;
+    ``dt``, ``dtx`` (dt u): ``[step, lane]``; ``Bc``: ``(m, state)``; ``kc``: ``(m,)`` keep flags.
+    """
+    n_s = a2.shape[0]
+    for j in range(m):
+        kp = kc[j]
+        for n in range(n_s):
+            bn = Bc[j, n]
+            for c in range(LANES):
+                e = fast_exp2(dt[j, c] * a2[n, c]) * kp
+                eb[j, n, c] = e
+                hist[j + 1, n, c] = e * hist[j, n, c] + dtx[j, c] * bn
 
 
 @njit(**_STEP)
-def _adjoint_step(adj, dA, tb, tc, gs, us, av, hp, hc, er, stp, dtx, gyv, brow, crow, dbrow, dcrow):
-    """One step of the adjoint recurrence, backwards, over a ``(state, LANES)`` block.
+def _adjoint_chunk(adj, dA, tb, tc, gs, us, dd, av, skip, hist, eb, dt, x, dtx, gy, gdu, gdt, Bc, Cc, dbc, dcc, m):
+    """The adjoint recurrence backwards through a chunk's ``m`` steps, over a ``(state, LANES)`` block.
 
-    ``adj`` (the state's adjoint) and ``dA`` (the ``dA`` sum) carry over steps; ``tb``, ``tc`` hold the step's
-    ``dB`` and ``dC`` terms, whose lane sums go to ``dbrow``, ``dcrow`` ``(state,)``; ``gs``, ``us`` ``(LANES,)``
-    get the step's ``d dt`` (through ``A``) and ``sum_n dh B`` terms. ``av`` is ``A``; ``hp``, ``hc`` the states
-    entering and leaving the step, ``er`` its ``exp(dt A)``; ``stp``, ``dtx``, ``gyv``: dt, dt u and dy.
+    ``adj`` (the state's adjoint), ``dA`` (the ``dA`` sum) and ``dd`` (the ``D`` gradient, ``(LANES,)``) carry
+    over steps; ``tb``, ``tc`` hold a step's ``dB`` and ``dC`` terms, whose lane sums go to ``dbc``, ``dcc``
+    ``(m, state)``; ``gs``, ``us`` ``(LANES,)`` a step's ``d dt`` (through ``A``) and ``sum_n dh B``. ``av``: ``A``;
+    ``skip``: ``D``; ``hist``, ``eb``: the chunk's states and ``exp(dt A)`` (from :func:`_recompute_chunk`);
+    ``dt``, ``x``, ``dtx``, ``gy`` (dy): ``[step, lane]`` inputs; ``gdu``, ``gdt``: ``[step, lane]`` outputs
+    (``du`` and ``d dt``); ``Bc``, ``Cc``: ``(m, state)``.
     """
-    for c in range(LANES):
-        gs[c] = 0
-        us[c] = 0
-    for n in range(hp.shape[0]):
-        bn = brow[n]
-        cn = crow[n]
+    n_s = av.shape[0]
+    for j in range(m - 1, -1, -1):
         for c in range(LANES):
-            dhn = adj[n, c] + gyv[c] * cn
-            e = er[n, c]
-            t = dhn * hp[n, c] * e  # d(loss)/d(dt * A[n])
-            dA[n, c] += t * stp[c]
-            gs[c] += t * av[n, c]
-            us[c] += dhn * bn
-            adj[n, c] = dhn * e
-            tb[n, c] = dhn * dtx[c]
-            tc[n, c] = gyv[c] * hc[n, c]
-        sb = dbrow[n]
-        sc = dcrow[n]
+            dd[c] += gy[j, c] * x[j, c]
+            gs[c] = 0
+            us[c] = 0
+        for n in range(n_s):
+            bn = Bc[j, n]
+            cn = Cc[j, n]
+            for c in range(LANES):
+                gyc = gy[j, c]
+                dhn = adj[n, c] + gyc * cn
+                e = eb[j, n, c]
+                t = dhn * hist[j, n, c] * e  # d(loss)/d(dt * A[n])
+                dA[n, c] += t * dt[j, c]
+                gs[c] += t * av[n, c]
+                us[c] += dhn * bn
+                adj[n, c] = dhn * e
+                tb[n, c] = dhn * dtx[j, c]
+                tc[n, c] = gyc * hist[j + 1, n, c]
+            sb = dbc[j, n]
+            sc = dcc[j, n]
+            for c in range(LANES):
+                sb += tb[n, c]
+                sc += tc[n, c]
+            dbc[j, n] = sb
+            dcc[j, n] = sc
         for c in range(LANES):
-            sb += tb[n, c]
-            sc += tc[n, c]
-        dbrow[n] = sb
-        dcrow[n] = sc
+            gdu[j, c] = gy[j, c] * skip[c] + us[c] * dt[j, c]
+            gdt[j, c] = gs[c] + us[c] * x[j, c]
 
 
 @njit(**_STEP)
@@ -460,7 +477,7 @@ def selective_scan_backward(
     recurrence runs backwards through them, and the chunk's ``du`` and ``d delta`` go back along the length.
 
     The per-(state, lane) quantities the adjoint writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and
-    ``dC`` terms) are separate ``(state, LANES)`` arrays handed to :func:`_adjoint_step`, whose ``noalias``
+    ``dC`` terms) are separate ``(state, LANES)`` arrays handed to :func:`_adjoint_chunk`, whose ``noalias``
     arguments let LLVM vectorise without runtime alias checks (inside the kernel, with the four as rows of one
     ``[n, k, lane]`` array, AVX-512 targets vectorised and AVX2 ones did not: 2.6 against 0.35 ns per update in a
     standalone test on Zen 3). ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per state
@@ -559,24 +576,10 @@ def selective_scan_backward(
                                            dz[b, db0 + c, p0:s0], dz[b, db0 + c, p0:s0])  # fmt: skip
                 # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
                 _dt_gate_backward(io[0], io[1], io[2], io[6], io[3], io[7], io[8], bl, m, softplus, gate, one)
-                for j in range(m):  # recompute the chunk's states
-                    _recompute_step(hist[j], hist[j + 1], eb[j], av2, io[0, j], io[2, j], Bt[b, g, s0 + j],
-                                    keep[b, s0 + j])
-                for j in range(m - 1, -1, -1):  # adjoint, backwards through the chunk
-                    l = s0 + j
-                    stp = io[0, j]
-                    xv = io[1, j]
-                    dtx = io[2, j]
-                    gyv = io[3, j]
-                    for c in range(L):
-                        dd[c] += gyv[c] * xv[c]
-                    _adjoint_step(adj, dAs, tb, tc, gs, us, av, hist[j], hist[j + 1], eb[j], stp, dtx, gyv,
-                                  Bt[b, g, l], Ct[b, g, l], dbp[l], dcp[l])
-                    gdu = io[4, j]
-                    gdt = io[5, j]
-                    for c in range(L):
-                        gdu[c] = gyv[c] * skip[c] + us[c] * stp[c]
-                        gdt[c] = gs[c] + us[c] * xv[c]
+                # recompute the chunk's states, then the adjoint backwards through them
+                _recompute_chunk(hist, eb, av2, io[0], io[2], Bt[b, g, s0:s0 + m], keep[b, s0:s0 + m], m)
+                _adjoint_chunk(adj, dAs, tb, tc, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
+                               io[5], Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
                 _ddelta_step(io[5], io[6], dbl, m)  # d delta = d dt * softplus slope; summed, d bias
                 for c in range(nb):  # the chunk's du, d delta (and dz), back along the length
                     du_out = du[b, db0 + c, s0:s0 + m]

@@ -238,3 +238,19 @@ def test_package_reexports_every_public_name():
     assert [ssm.LRU.__module__, ssm.S5.__module__, ssm.Mamba.__module__, ssm.Mamba2.__module__] == [
         "lab.core.ssm.lru", "lab.core.ssm.s5", "lab.core.ssm.mamba", "lab.core.ssm.mamba2"
     ]  # fmt: skip
+
+
+def test_mamba_out_projection_gradients():
+    """The Mamba block's out-projection (scan layout in, block layout out, its own backward) against F.linear on the
+    transposed input, and float64 gradcheck; its input gradient comes back in the scan's contiguous layout."""
+    from lab.core.ssm.mamba import _OutProj
+
+    torch.manual_seed(0)
+    y = torch.randn(2, 6, 5, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)
+    out = _OutProj.apply(y, w)
+    assert out.shape == (2, 5, 3) and out.is_contiguous()
+    assert torch.allclose(out, torch.nn.functional.linear(y.transpose(1, 2), w))
+    assert torch.autograd.gradcheck(_OutProj.apply, (y, w))
+    (dy,) = torch.autograd.grad(_OutProj.apply(y, w).sum(), (y,))
+    assert dy.is_contiguous()

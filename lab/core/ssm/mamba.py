@@ -24,6 +24,28 @@ def _per_batch(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.bmm(weight.expand(x.shape[0], -1, -1), x)
 
 
+class _OutProj(torch.autograd.Function):
+    """``y`` ``(b, d_inner, L)`` and ``weight`` ``(d_model, d_inner)`` -> ``(b, L, d_model)``: the out-projection
+    straight into the block's output layout, each GEMM reading its transposed operand in place.
+
+    (Autograd's own backward of ``bmm(y.transpose(1, 2), weight.t())`` returns ``dy`` as a transposed view, which
+    the scan's backward then copies; this one writes ``dy`` in the scan's ``(b, d_inner, L)`` layout.)
+    """
+
+    @staticmethod
+    def forward(ctx, y, weight):
+        ctx.save_for_backward(y, weight)
+        return torch.bmm(y.transpose(1, 2), weight.t().expand(y.shape[0], -1, -1))
+
+    @staticmethod
+    def backward(ctx, g):
+        y, weight = ctx.saved_tensors
+        gt = g.transpose(1, 2)  # (b, d_model, L), read in place
+        dy = torch.bmm(weight.t().expand(y.shape[0], -1, -1), gt) if ctx.needs_input_grad[0] else None
+        dw = torch.bmm(gt, y.transpose(1, 2)).sum(0) if ctx.needs_input_grad[1] else None
+        return dy, dw
+
+
 class Mamba(nn.Module):
     """Mamba (selective SSM) block: in-projection, causal conv, selective scan, SiLU gate, out-projection.
 
@@ -86,8 +108,7 @@ class Mamba(nn.Module):
             return_last_state=return_state,
         )
         y, h_last = out if return_state else (out, None)
-        # (b, L, d_model) straight from the GEMM (y read transposed in place): no transposing copy of the output
-        y = torch.bmm(y.transpose(1, 2), self.out_proj.weight.t().expand(y.shape[0], -1, -1))
+        y = _OutProj.apply(y, self.out_proj.weight)  # (b, L, d_model): no transposing copy, forward or backward
         return (y, (conv_next, h_last)) if return_state else y
 
     def step(self, x_t: torch.Tensor, state):

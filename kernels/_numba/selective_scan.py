@@ -74,6 +74,12 @@ def _bits_to_f32(typingctx, k):
     return types.float32(k), codegen
 
 
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
+def _horner6(x, c5, c4, c3, c2, c1, c0):
+    """``c5 x^5 + c4 x^4 + ... + c0`` by Horner's rule (the exponentials' polynomials)."""
+    return ((((c5 * x + c4) * x + c3) * x + c2) * x + c1) * x + c0
+
+
 def fast_exp(x):
     """``exp(x)``; float32: a degree-6 polynomial on ``[-ln2/2, ln2/2]`` times ``2**k`` built from its bits."""
     return math.exp(x)
@@ -88,12 +94,8 @@ def _fast_exp_impl(x):
             kf = np.floor(xc * np.float32(1.4426950408889634) + np.float32(0.5))
             k = np.int32(kf)  # a 32-bit conversion (math.floor's int64 took two 512-bit conversions per vector)
             r = xc - kf * np.float32(0.693359375) - kf * np.float32(-2.12194440e-4)
-            p = np.float32(1.9875691500e-4)
-            p = p * r + np.float32(1.3981999507e-3)
-            p = p * r + np.float32(8.3334519073e-3)
-            p = p * r + np.float32(4.1665795894e-2)
-            p = p * r + np.float32(1.6666665459e-1)
-            p = p * r + np.float32(5.0000001201e-1)
+            p = _horner6(r, np.float32(1.9875691500e-4), np.float32(1.3981999507e-3), np.float32(8.3334519073e-3),
+                         np.float32(4.1665795894e-2), np.float32(1.6666665459e-1), np.float32(5.0000001201e-1))
             p = p * r * r + r + np.float32(1.0)
             res = p * _bits_to_f32((k + np.int32(127)) << np.int32(23))
             res = res if x > np.float32(-87.3) else np.float32(0.0)
@@ -122,12 +124,9 @@ def _fast_exp2_impl(x):
             xc = min(max(x, np.float32(-127.0)), np.float32(127.0))
             kf = np.floor(xc + np.float32(0.5))
             f = xc - kf
-            p = np.float32(1.535336188319500e-4)
-            p = p * f + np.float32(1.339887440266574e-3)
-            p = p * f + np.float32(9.618437357674640e-3)
-            p = p * f + np.float32(5.550332471162809e-2)
-            p = p * f + np.float32(2.402264791363012e-1)
-            p = p * f + np.float32(6.931472028550421e-1)
+            p = _horner6(f, np.float32(1.535336188319500e-4), np.float32(1.339887440266574e-3),
+                         np.float32(9.618437357674640e-3), np.float32(5.550332471162809e-2),
+                         np.float32(2.402264791363012e-1), np.float32(6.931472028550421e-1))
             p = p * f + np.float32(1.0)
             res = p * _bits_to_f32((np.int32(kf) + np.int32(127)) << np.int32(23))
             return res if x == x else x

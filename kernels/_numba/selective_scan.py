@@ -25,9 +25,9 @@ without atomics; the caller adds the partials.
 
 A chunk's work (the forward's steps, the backward's recompute and adjoint, the element-wise passes) runs in small
 helpers, one call per chunk, compiled with LLVM's ``noalias`` on their array arguments (:class:`_NoAliasCompiler`):
-their buffers never share an element, and saying so is what lets LLVM vectorise the 16-lane loops on every x86
-target. Inside the kernels the same loops were vectorised on
-AVX-512 (Sapphire/Emerald Rapids) but left scalar on AVX2 (Zen 3): LLVM could not prove the rows disjoint there.
+their buffers never share an element, and saying so is what lets LLVM vectorise the 16-lane loops on AVX2 too
+(checked on Zen 3). Written inside the kernels, the same loops were fast on the AVX-512 (Emerald Rapids) machines
+of earlier sessions but scalar on AVX2 (Zen 3), where LLVM could not prove the buffers disjoint.
 
 The decay ``exp(dt A)`` is ``2**(dt A log2 e)`` with ``log2 e`` folded into ``A`` once per block
 (:func:`fast_exp2`: a rounding and a degree-6 polynomial, relative error < 1e-7, no two-constant argument
@@ -477,11 +477,10 @@ def selective_scan_backward(
 
     The per-(state, lane) quantities the adjoint writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and
     ``dC`` terms) are separate ``(state, LANES)`` arrays handed to :func:`_adjoint_chunk`, whose ``noalias``
-    arguments let LLVM vectorise without runtime alias checks (inside the kernel, with the four as rows of one
-    ``[n, k, lane]`` array, AVX-512 targets vectorised and AVX2 ones did not: 2.6 against 0.35 ns per update in a
-    standalone test on Zen 3). ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per state
-    and step; a column-wise bulk sum per chunk was 2x slower). Padding lanes (past a group's last channel) run on
-    zeros and add nothing.
+    arguments let LLVM vectorise without runtime alias checks (inside the kernel, as rows of one ``[n, k, lane]``
+    array, the loop stayed scalar on AVX2: 2.6 against 0.35 ns per update in a standalone test on Zen 3).
+    ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per state and step; a column-wise bulk
+    sum per chunk was 2x slower). Padding lanes (past a group's last channel) run on zeros and add nothing.
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.

@@ -274,12 +274,13 @@ def _recompute_chunk(hist, eb, a2, dt, dtx, Bc, kc, m):
 
 
 @njit(**_STEP)
-def _adjoint_chunk(adj, dA, tb, tc, gs, us, dd, av, skip, hist, eb, dt, x, dtx, gy, gdu, gdt, Bc, Cc, dbc, dcc, m):
+def _adjoint_chunk(adj, dA, gs, us, dd, av, skip, hist, eb, dt, x, dtx, gy, gdu, gdt, Bc, Cc, dbc, dcc, m):
     """The adjoint recurrence backwards through a chunk's ``m`` steps, over a ``(state, LANES)`` block.
 
     ``adj`` (the state's adjoint), ``dA`` (the ``dA`` sum) and ``dd`` (the ``D`` gradient, ``(LANES,)``) carry
-    over steps; ``tb``, ``tc`` hold a step's ``dB`` and ``dC`` terms, whose lane sums go to ``dbc``, ``dcc``
-    ``(m, state)``; ``gs``, ``us`` ``(LANES,)`` a step's ``d dt`` (through ``A``) and ``sum_n dh B``. ``av``: ``A``;
+    over steps; a step's ``dB`` and ``dC`` terms are summed over the lanes in registers, within the lane loop, and
+    added to ``dbc``, ``dcc`` ``(m, state)``; ``gs``, ``us`` ``(LANES,)`` a step's ``d dt`` (through ``A``) and
+    ``sum_n dh B``. ``av``: ``A``;
     ``skip``: ``D``; ``hist``, ``eb``: the chunk's states and ``exp(dt A)`` (from :func:`_recompute_chunk`);
     ``dt``, ``x``, ``dtx``, ``gy`` (dy): ``[step, lane]`` inputs; ``gdu``, ``gdt``: ``[step, lane]`` outputs
     (``du`` and ``d dt``); ``Bc``, ``Cc``: ``(m, state)``.
@@ -293,6 +294,8 @@ def _adjoint_chunk(adj, dA, tb, tc, gs, us, dd, av, skip, hist, eb, dt, x, dtx, 
         for n in range(n_s):
             bn = Bc[j, n]
             cn = Cc[j, n]
+            sb = dbc[j, n]
+            sc = dcc[j, n]
             for c in range(LANES):
                 gyc = gy[j, c]
                 dhn = adj[n, c] + gyc * cn
@@ -302,13 +305,8 @@ def _adjoint_chunk(adj, dA, tb, tc, gs, us, dd, av, skip, hist, eb, dt, x, dtx, 
                 gs[c] += t * av[n, c]
                 us[c] += dhn * bn
                 adj[n, c] = dhn * e
-                tb[n, c] = dhn * dtx[j, c]
-                tc[n, c] = gyc * hist[j + 1, n, c]
-            sb = dbc[j, n]
-            sc = dcc[j, n]
-            for c in range(LANES):
-                sb += tb[n, c]
-                sc += tc[n, c]
+                sb += dhn * dtx[j, c]  # dB and dC: sums over the lanes, reduced in registers
+                sc += gyc * hist[j + 1, n, c]
             dbc[j, n] = sb
             dcc[j, n] = sc
         for c in range(LANES):
@@ -475,12 +473,14 @@ def selective_scan_backward(
     outside the kernel. The chunk's states and ``exp(dt A)`` are then recomputed from its checkpoint, the adjoint
     recurrence runs backwards through them, and the chunk's ``du`` and ``d delta`` go back along the length.
 
-    The per-(state, lane) quantities the adjoint writes (the state's adjoint, the ``dA`` sum, the step's ``dB`` and
-    ``dC`` terms) are separate ``(state, LANES)`` arrays handed to :func:`_adjoint_chunk`, whose ``noalias``
-    arguments let LLVM vectorise without runtime alias checks (inside the kernel, as rows of one ``[n, k, lane]``
-    array, the loop stayed scalar on AVX2: 2.6 against 0.35 ns per update in a standalone test on Zen 3).
-    ``dB_l[n]`` and ``dC_l[n]`` are sums over the lanes (one short reduction per state and step; a column-wise bulk
-    sum per chunk was 2x slower). Padding lanes (past a group's last channel) run on zeros and add nothing.
+    The per-(state, lane) quantities the adjoint carries (the state's adjoint, the ``dA`` sum) are separate
+    ``(state, LANES)`` arrays handed to :func:`_adjoint_chunk`, whose ``noalias`` arguments let LLVM vectorise
+    without runtime alias checks (inside the kernel, as rows of one ``[n, k, lane]`` array, the loop stayed scalar
+    on AVX2: 2.6 against 0.35 ns per update in a standalone test on Zen 3). ``dB_l[n]`` and ``dC_l[n]`` are sums
+    over the lanes, reduced in registers inside the lane loop (storing the step's terms to ``(state, LANES)``
+    arrays and summing them in a second loop made the backward kernel 14-16% slower, measured interleaved on Zen 3;
+    a column-wise bulk sum per chunk was 2x slower). Padding lanes (past a group's last channel) run on zeros and
+    add nothing.
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.
@@ -510,8 +510,6 @@ def selective_scan_backward(
         hist = np.zeros((CHUNK + 1, n_s, L), dtype=u.dtype)  # state entering step j of the chunk
         adj = np.zeros((n_s, L), dtype=u.dtype)  # the state's adjoint
         dAs = np.zeros((n_s, L), dtype=u.dtype)  # the dA sum
-        tb = np.zeros((n_s, L), dtype=u.dtype)  # the step's dB terms
-        tc = np.zeros((n_s, L), dtype=u.dtype)  # the step's dC terms
         av = np.zeros((n_s, L), dtype=u.dtype)  # A
         av2 = np.zeros((n_s, L), dtype=u.dtype)  # A log2(e), for fast_exp2
         eb = np.zeros((CHUNK, n_s, L), dtype=u.dtype)  # exp(dt * A) of step j (times keep)
@@ -576,7 +574,7 @@ def selective_scan_backward(
                 _dt_gate_backward(io[0], io[1], io[2], io[6], io[3], io[7], io[8], bl, m, softplus, gate, one)
                 # recompute the chunk's states, then the adjoint backwards through them
                 _recompute_chunk(hist, eb, av2, io[0], io[2], Bt[b, g, s0:s0 + m], keep[b, s0:s0 + m], m)
-                _adjoint_chunk(adj, dAs, tb, tc, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
+                _adjoint_chunk(adj, dAs, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
                                io[5], Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
                 _ddelta_step(io[5], io[6], dbl, m)  # d delta = d dt * softplus slope; summed, d bias
                 for c in range(nb):  # the chunk's du, d delta (and dz), back along the length

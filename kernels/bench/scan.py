@@ -73,8 +73,9 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
         first_cold = first_call(cold=True)
 
     ss_sizes = (2, 32, 256, 16) if quick else (4, 256, 2048, 16)
-    ss_impls, ss_rep = ("numba", "ref"), (2 if quick else 5)
+    ss_impls, ss_rep = ("numba", "ref"), (2 if quick else 7)
     ss_times = np.full((2, 2, ss_rep), np.nan)
+    ss_paired_fwd = np.full(ss_rep, np.nan)  # numba fwd (no grad) timed right before each numba fwd_bwd
     ss_peak = np.full((2, 2), np.nan)
     ss_max = np.full((2, 2), np.nan)
     for ii, impl in enumerate(ss_impls):
@@ -86,6 +87,8 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
             ss_times[ii, mi, : len(r["times"])] = r["times"]
             ss_peak[ii, mi] = r["peak_extra_bytes"]
             ss_max[ii, mi] = r["max_tensor_bytes"]
+            if r.get("fwd_times"):
+                ss_paired_fwd[: len(r["fwd_times"])] = r["fwd_times"]
     ss_med = nanmedian(ss_times)
     bdln_bytes = math.prod(ss_sizes) * 4
 
@@ -119,8 +122,10 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
         targets.append((f"linear_scan fwd+bwd / fwd {case}", "<= 3", ratio, ratio <= 3))
     sp = float(ss_med[1, 0] / ss_med[0, 0])
     targets.append(("selective_scan fwd: x torch reference loop", ">= 10", sp, sp >= 10))
-    ratio = float(ss_med[0, 1] / ss_med[0, 0])
-    targets.append(("selective_scan numba fwd+bwd / fwd", "<= 3", ratio, ratio <= 3))
+    # pair by pair (a forward right before each forward+backward, in one process), then the median: the machine's
+    # speed drifts between the separate fwd and fwd_bwd processes by more than the margin (ss_time keeps both)
+    ratio = float(np.nanmedian(ss_times[0, 1] / ss_paired_fwd))
+    targets.append(("selective_scan numba fwd+bwd / fwd (paired)", "<= 3", ratio, ratio <= 3))
     worst = float(np.max(ss_max[0]))
     targets.append(
         ("selective_scan numba largest tensor / one (B,D,L,N) tensor", "< 1", worst / bdln_bytes, worst < bdln_bytes)
@@ -149,6 +154,7 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
             "first_call_s": (("cache",), [first_warm, first_cold]),
             "ss_times": (("ss_impl", "mode", "ss_repeat"), ss_times),
             "ss_time": (("ss_impl", "mode"), ss_med),
+            "ss_paired_fwd_times": (("ss_repeat",), ss_paired_fwd),
             "ss_peak_extra_bytes": (("ss_impl", "mode"), ss_peak),
             "ss_max_tensor_bytes": (("ss_impl", "mode"), ss_max),
             "ssd_times": (("ssd_impl", "mode", "repeat"), ssd_times),
@@ -191,7 +197,9 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
                 "fwd_bwd; ls_pct_bandwidth is against ls_bandwidth_gbs, the numba out=a*b+b bandwidth on that "
                 "case's own arrays measured in the same rounds (all threads); ls_speedup = impl time / numba "
                 "time (fwd: numba with out=, fwd_bwd: numba_alloc). ss_*: selective_scan (softplus, D, z) numba vs "
-                "selective_scan_ref; ss_peak_extra_bytes = rise of peak RSS during the calls in a fresh subprocess, "
+                "selective_scan_ref; ss_paired_fwd_times: a numba fwd (no grad) timed right before each numba "
+                "fwd_bwd in the same process, for the fwd+bwd / fwd target (median of the pairs' ratios); "
+                "ss_peak_extra_bytes = rise of peak RSS during the calls in a fresh subprocess, "
                 "ss_max_tensor_bytes = largest single tensor returned by any torch op during one call. "
                 "ssd_*: chunked ssd (torch stages; chunked_numba: backend='numba') vs sequential ssd_ref. "
                 "malloc_reuse: kernels.reuse_freed_memory() was in effect "

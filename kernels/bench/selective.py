@@ -69,7 +69,8 @@ def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, r
         repeats: timed calls (fewer once they add up to 20 s).
 
     Returns:
-        ``{"times": [s, ...], "peak_extra_bytes": rise of the peak RSS during the timed calls,
+        ``{"times": [s, ...], "fwd_times": [s, ...] (numba fwd_bwd only: a forward without grad timed right before
+        each forward+backward, for their ratio), "peak_extra_bytes": rise of the peak RSS during the timed calls,
         "max_tensor_bytes": largest tensor returned by a torch op in one more call}``. Seeds torch's global RNG.
     """
     from kernels import selective_scan, selective_scan_ref
@@ -112,8 +113,15 @@ def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, r
         del y
         for x in xs:
             x.grad = None
-    times = []
+    times, fwd_times = [], []
     for _ in range(repeats):
+        if grad and impl == "numba":  # a forward (no grad) right before each forward+backward: their ratio is
+            # measured pair by pair, under the same load, not from two processes run seconds apart
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                y = call(xs)
+            fwd_times.append(time.perf_counter() - t0)
+            del y
         t0 = time.perf_counter()
         with torch.set_grad_enabled(grad):
             y = call(xs)
@@ -131,7 +139,8 @@ def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, r
         y = call(xs)
         if grad:
             y.backward(g)
-    return {"times": times, "peak_extra_bytes": (peak1 - peak0) * 1024, "max_tensor_bytes": spy.biggest}
+    return {"times": times, "fwd_times": fwd_times, "peak_extra_bytes": (peak1 - peak0) * 1024,
+            "max_tensor_bytes": spy.biggest}
 
 
 def main(argv: list[str] | None = None) -> None:

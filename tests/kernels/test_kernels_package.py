@@ -46,6 +46,8 @@ def test_scan_bench_quick_smoke():
         assert var in ds, var
     assert set(ds["impl"].values) >= {"numba", "torch_loop", "pscan"}
     assert (ds["ls_time"].sel(impl="numba", mode="fwd") > 0).all()
+    assert (ds["ss_paired_fwd_times"] > 0).all()  # the fwd+bwd / fwd target's paired forwards (2 repeats quick)
+    assert "selective_scan numba fwd+bwd / fwd (paired)" in ds["target"].values
     assert ds.attrs["quick"] == 1 and "description" in ds.attrs
     text = format_scan_bench(ds)
     assert "targets" in text and ("PASS" in text or "FAIL" in text)
@@ -63,6 +65,7 @@ def test_scan_bench_children_run_as_modules():
 
     r = bench_selective("numba", "fwd_bwd", (1, 16, 64, 4), 2)  # in a fresh process: a real peak-memory figure
     assert len(r["times"]) == 2 and all(t > 0 for t in r["times"])
+    assert len(r["fwd_times"]) == 2 and all(t > 0 for t in r["fwd_times"])  # a paired forward per fwd_bwd call
     assert r["peak_extra_bytes"] >= 0 and r["max_tensor_bytes"] == 1 * 16 * 64 * 4  # largest: one (B, D, L) tensor
     local = bench_selective("numba", "fwd_bwd", (1, 16, 64, 4), 1, in_process=True)
     assert local["max_tensor_bytes"] == r["max_tensor_bytes"]

@@ -30,7 +30,7 @@ their buffers never share an element, and saying so is what lets LLVM vectorise 
 of earlier sessions but scalar on AVX2 (Zen 3), where LLVM could not prove the buffers disjoint.
 
 The decay ``exp(dt A)`` is ``2**(dt A log2 e)`` with ``log2 e`` folded into ``A`` once per block
-(:func:`fast_exp2`: a rounding and a degree-6 polynomial, relative error < 1e-7, no two-constant argument
+(:func:`fast_exp2`: a rounding and a degree-5 polynomial, relative error < 2e-7, no two-constant argument
 reduction); the gates use :func:`fast_exp` (relative error ~2e-7). Float64 uses ``math`` throughout. Constants are
 typed in the input's precision: numba types ``float32 op 1`` (or ``op 1.0``) as float64, which halves the vector
 width and adds conversions.
@@ -108,7 +108,8 @@ def _fast_exp_impl(x):
 
 
 def fast_exp2(x):
-    """``2**x``; float32: ``2**round(x)`` from its bits times a degree-6 polynomial of the rest (in [-1/2, 1/2]).
+    """``2**x``; float32: ``2**round(x)`` from its bits times a degree-5 polynomial of the rest (in [-1/2, 1/2]),
+    relative error < 2e-7 (about 1.4 ulp).
 
     Cheaper than :func:`fast_exp` (no two-constant argument reduction): the recurrences fold ``log2(e)`` into ``A``.
     Below -127 it is exactly 0; NaN propagates.
@@ -122,12 +123,14 @@ def _fast_exp2_impl(x):
 
         def impl(x):
             xc = min(max(x, np.float32(-127.0)), np.float32(127.0))
-            kf = np.floor(xc + np.float32(0.5))
+            kf = np.rint(xc)  # one rounding instruction (floor(x + 1/2) took an add and a constant more)
             f = xc - kf
-            p = _horner6(f, np.float32(1.535336188319500e-4), np.float32(1.339887440266574e-3),
-                         np.float32(9.618437357674640e-3), np.float32(5.550332471162809e-2),
-                         np.float32(2.402264791363012e-1), np.float32(6.931472028550421e-1))
-            p = p * f + np.float32(1.0)
+            # degree 5, fitted for relative error on [-1/2, 1/2] (Lawson's iteration): < 1.7e-7 in float32. Degree 6
+            # gave < 1e-7 but cost an FMA and a constant more per update; AVX2's 16 registers spilled its constants
+            # (state loop 10-18% faster this way, interleaved A/B on Zen 3)
+            p = _horner6(f, np.float32(1.3264616619788755e-3), np.float32(9.671475373075493e-3),
+                         np.float32(5.550733676531183e-2), np.float32(2.4022242674771233e-1),
+                         np.float32(6.931469778836442e-1), np.float32(1.0))
             res = p * _bits_to_f32((np.int32(kf) + np.int32(127)) << np.int32(23))
             return res if x == x else x
 

@@ -170,8 +170,8 @@ def test_fast_exp_accuracy():
 
 def test_fast_exp2_and_sigmoid_accuracy():
     """float32 ``2**x`` (the scans' decay, with log2(e) folded into A) and the gates' sigmoid against float64:
-    < 1e-7 relative for 2**x over its normal range, exactly 0 below -127, NaN in NaN out; the sigmoid stays in
-    float32 (a literal 1 would have promoted it) within 1e-6 relative."""
+    < 2e-7 relative for 2**x over its normal range (its degree-5 polynomial: about 1.4 ulp), exactly 0 below -127,
+    NaN in NaN out; the sigmoid stays in float32 (a literal 1 would have promoted it) within 1e-6 relative."""
     from kernels._numba.selective_scan import fast_exp2_sigmoid_array
 
     x = np.concatenate([np.linspace(-130, 126.9, 40001), [0.0, -1e-8, 1e-8, -0.5, 0.5, np.nan]]).astype(np.float32)
@@ -180,7 +180,7 @@ def test_fast_exp2_and_sigmoid_accuracy():
     x64 = x.astype(np.float64)
     ok = (x > -126) & (x < 127)
     ref = np.exp2(x64[ok])
-    assert np.max(np.abs(e2[ok] - ref) / ref) < 1e-7
+    assert np.max(np.abs(e2[ok] - ref) / ref) < 2e-7
     assert np.all(e2[x < -127] == 0)
     assert math.isnan(e2[-1]) and math.isnan(sig[-1])
     fin = np.isfinite(x) & (x > -80)  # sigmoid's relative error grows where it underflows toward 0

@@ -7,11 +7,12 @@ registers. The discretisation ``dA = exp(delta * A)``, ``dB u = delta * B * u`` 
 ``(batch, groups, length, state)``; their entries are broadcast to the lanes.
 
 Both directions work in chunks of ``CHUNK`` steps: a chunk's per-channel inputs (``delta``, ``u``, and ``dy``,
-``z`` and the pre-gate output in the backward) are copied along the length into ``[step, lane]`` buffers
-(contiguous reads instead of a 16-address gather per step, whose addresses a power-of-two row pitch apart all fall
-in one L1 set), the element-wise work happens there with the lanes innermost (``dt = softplus(delta + bias)``,
-the ``silu(z)`` gate and, backward, their derivatives), and the chunk's outputs go back along the length. So no
-element-wise pass runs outside the kernels, forward or backward.
+``z`` and the pre-gate output in the backward) are transposed into ``[step, lane]`` buffers, 8x8 blocks at a time
+in vector registers (:func:`_transpose8`, LLVM shuffles; contiguous row reads instead of a 16-address gather per
+step, whose addresses a power-of-two row pitch apart all fall in one L1 set), the element-wise work happens there
+with the lanes innermost (``dt = softplus(delta + bias)``, the ``silu(z)`` gate and, backward, their derivatives),
+and the chunk's outputs are transposed back into rows. So no element-wise pass runs outside the kernels, forward or
+backward.
 
 The forward stores the state at the end of every chunk (``(batch, channels, n_chunks, state)``, 1/CHUNK of the
 full state history). The backward walks the chunks from last to first, prefetching the chunk before (no hardware
@@ -46,6 +47,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.extending import intrinsic, overload
 
@@ -72,6 +74,59 @@ def _bits_to_f32(typingctx, k):
         return builder.bitcast(v, ir.FloatType())
 
     return types.float32(k), codegen
+
+
+def _lanes8(idx):
+    """A shufflevector mask of eight lane indices."""
+    return ir.Constant(ir.VectorType(ir.IntType(32), 8), [ir.Constant(ir.IntType(32), i) for i in idx])
+
+
+@intrinsic
+def _transpose8(typingctx, src, si, sj, dst, di, dj):
+    """``dst[di + k, dj + r] = src[si + r, sj + k]`` for ``r, k`` in ``0..7``: an 8x8 block transposed in vector
+    registers (8 row loads, 24 shuffles, 8 row stores; LLVM lowers the shuffles to unpack/shuffle/lane-permute
+    instructions on AVX2 and AVX-512 alike). numba has no vector type, so this is written as LLVM IR.
+
+    ``src`` and ``dst``: 2-D float arrays of one dtype whose rows are contiguous (inner stride = itemsize; not
+    checked here, the callers check it) and that hold the whole block (no bounds check).
+    """
+    if not (isinstance(src, types.Array) and isinstance(dst, types.Array) and src.ndim == 2 and dst.ndim == 2
+            and src.dtype == dst.dtype and isinstance(src.dtype, types.Float)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        sty, dty = signature.args[0], signature.args[3]
+        elem = context.get_data_type(sty.dtype)
+        vec, align = ir.VectorType(elem, 8), context.get_abi_sizeof(elem)
+        i0, j0, k0, l0 = (context.cast(builder, args[a], signature.args[a], types.intp) for a in (1, 2, 4, 5))
+
+        def row(ty, value, i, j, r):  # a pointer to 8 elements of ``value[i + r, j:]``
+            arr = context.make_array(ty)(context, builder, value)
+            p = cgutils.get_item_pointer2(
+                context, builder, arr.data, cgutils.unpack_tuple(builder, arr.shape, 2),
+                cgutils.unpack_tuple(builder, arr.strides, 2), ty.layout,
+                [builder.add(i, ir.Constant(i.type, r)), j],
+            )  # fmt: skip
+            return builder.bitcast(p, vec.as_pointer())
+
+        def shuf(a, b, idx):
+            return builder.shuffle_vector(a, b, _lanes8(idx))
+
+        r = [builder.load(row(sty, args[0], i0, j0, k), align=align) for k in range(8)]
+        t = []  # pairs of rows interleaved by element: t[2q], t[2q + 1] from rows 2q, 2q + 1
+        for q in range(0, 8, 2):
+            t += [shuf(r[q], r[q + 1], [0, 8, 1, 9, 4, 12, 5, 13]),
+                  shuf(r[q], r[q + 1], [2, 10, 3, 11, 6, 14, 7, 15])]
+        lo, hi = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]  # then by pairs: four rows interleaved
+        u = [shuf(t[0], t[2], lo), shuf(t[0], t[2], hi), shuf(t[1], t[3], lo), shuf(t[1], t[3], hi),
+             shuf(t[4], t[6], lo), shuf(t[4], t[6], hi), shuf(t[5], t[7], lo), shuf(t[5], t[7], hi)]
+        for k in range(4):  # then by 128-bit halves: column k from u[k]'s and u[k + 4]'s low halves, k + 4 from highs
+            builder.store(shuf(u[k], u[k + 4], [0, 1, 2, 3, 8, 9, 10, 11]), row(dty, args[3], k0, l0, k), align=align)
+            builder.store(shuf(u[k], u[k + 4], [4, 5, 6, 7, 12, 13, 14, 15]), row(dty, args[3], k0, l0, k + 4),
+                          align=align)  # fmt: skip
+        return context.get_dummy_value()
+
+    return types.none(src, si, sj, dst, di, dj), codegen
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
@@ -232,6 +287,26 @@ _STEP = dict(cache=True, error_model="numpy", fastmath=_FLAGS, pipeline_class=_N
 
 
 @njit(**_STEP)
+def _transpose(src, dst, n, k):
+    """``dst[j, i] = src[i, j]`` for ``i < n``, ``j < k``: a chunk's rows (channels, steps; a view of a
+    ``(batch, channels, length)`` array) into a ``[step, lane]`` buffer, or back. Whole 8x8 blocks go through
+    :func:`_transpose8` when both arrays' rows are contiguous (4x faster than element by element on Zen 3); the
+    rest, element by element."""
+    i8 = j8 = 0
+    if src.strides[1] == src.itemsize and dst.strides[1] == dst.itemsize:
+        i8, j8 = n - n % 8, k - k % 8
+        for i0 in range(0, i8, 8):
+            for j0 in range(0, j8, 8):
+                _transpose8(src, i0, j0, dst, j0, i0)
+    for i in range(i8, n):
+        for j in range(j8):
+            dst[j, i] = src[i, j]
+    for i in range(n):
+        for j in range(j8, k):
+            dst[j, i] = src[i, j]
+
+
+@njit(**_STEP)
 def _forward_chunk(h, a, dt, x, dtx, out, sk, Bc, Cc, kc, m):
     """A chunk's ``m`` forward steps of a ``(state, LANES)`` block: per step ``h <- 2**(dt A log2 e) h + dt u B``
     (``h`` zeroed first where ``kc`` is 0), ``out = D u + C . h``.
@@ -381,9 +456,9 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
     step). ``B_l[n]`` and ``C_l[n]`` are scalars broadcast to all lanes; ``y`` needs no horizontal sum. Lanes past
     the last channel of a group run on zeros and are never written.
 
-    The length runs in chunks of ``CHUNK`` steps. A chunk's ``delta`` and ``u`` are copied, channel by channel, along
-    the length into ``[step, lane]`` buffers (the step's bias and softplus computed on the way, vectorised along the
-    length), and its output goes back the same way (the gate applied on the way). Reading the 16 channels of one
+    The length runs in chunks of ``CHUNK`` steps. A chunk's ``delta`` and ``u`` are transposed into ``[step, lane]``
+    buffers (:func:`_transpose`; the step's bias and softplus are then computed there), and its output goes back the
+    same way (the gate applied before). Reading the 16 channels of one
     step directly (16 addresses a row pitch apart, every one in the same L1 set when the pitch is a multiple of
     4 KiB) cost more than the recurrence.
 
@@ -427,12 +502,8 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
                 h[n, c] = h0[b, d0 + c, n]
         for s0 in range(0, n_l, CHUNK):
             m = min(n_l, s0 + CHUNK) - s0
-            for c in range(nb):  # the chunk's inputs, along the length, to [step, lane] (plain copies)
-                t_in = delta[b, d0 + c, s0:s0 + m]
-                x_in = u[b, d0 + c, s0:s0 + m]
-                for j in range(m):
-                    io[0, j, c] = t_in[j]
-                    io[1, j, c] = x_in[j]
+            _transpose(delta[b, d0:d0 + nb, s0:s0 + m], io[0], nb, m)  # the chunk's inputs to [step, lane]
+            _transpose(u[b, d0:d0 + nb, s0:s0 + m], io[1], nb, m)
             _dt_step(io[0], io[1], io[2], bl, m, softplus)  # dt = softplus(delta + bias), dt * u
             _forward_chunk(h, a, io[0], io[1], io[2], io[3], sk, Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m],
                            keep[b, s0:s0 + m], m)
@@ -443,20 +514,11 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
             res = 3  # the [step, lane] buffer that holds the output
             if gate:  # y = ypre * silu(z), over [step, lane] (u's buffer takes z, dt's the gated output)
                 res = 0
-                for c in range(nb):
-                    z_in = z[b, d0 + c, s0:s0 + m]
-                    for j in range(m):
-                        io[1, j, c] = z_in[j]
+                _transpose(z[b, d0:d0 + nb, s0:s0 + m], io[1], nb, m)
                 _gate_forward(io[0], io[1], io[3], m)
                 if save:
-                    for c in range(nb):
-                        p_out = ypre[b, d0 + c, s0:s0 + m]
-                        for j in range(m):
-                            p_out[j] = io[3, j, c]
-            for c in range(nb):  # the chunk's output, back along the length
-                y_out = y[b, d0 + c, s0:s0 + m]
-                for j in range(m):
-                    y_out[j] = io[res, j, c]
+                    _transpose(io[3], ypre[b, d0:d0 + nb, s0:s0 + m], m, nb)
+            _transpose(io[res], y[b, d0:d0 + nb, s0:s0 + m], m, nb)  # the chunk's output, back along the length
         for c in range(nb):
             for n in range(n_s):
                 last[b, d0 + c, n] = h[n, c]
@@ -549,20 +611,13 @@ def selective_scan_backward(
             for ch in range(n_chunks - 1, -1, -1):
                 s0 = ch * CHUNK
                 m = min(n_l, s0 + CHUNK) - s0
-                for c in range(nb):  # the chunk's inputs, along the length, to [step, lane] (plain copies)
-                    t_in = delta[b, db0 + c, s0:s0 + m]
-                    x_in = u[b, db0 + c, s0:s0 + m]
-                    g_in = dy[b, db0 + c, s0:s0 + m]
-                    for j in range(m):
-                        io[0, j, c] = t_in[j]
-                        io[1, j, c] = x_in[j]
-                        io[3, j, c] = g_in[j]
-                    if gate:
-                        z_in = z[b, db0 + c, s0:s0 + m]
-                        p_in = ypre[b, db0 + c, s0:s0 + m]
-                        for j in range(m):
-                            io[7, j, c] = z_in[j]
-                            io[8, j, c] = p_in[j]
+                _transpose(delta[b, db0:db0 + nb, s0:s0 + m], io[0], nb, m)  # the chunk's inputs to [step, lane]
+                _transpose(u[b, db0:db0 + nb, s0:s0 + m], io[1], nb, m)
+                _transpose(dy[b, db0:db0 + nb, s0:s0 + m], io[3], nb, m)
+                if gate:
+                    _transpose(z[b, db0:db0 + nb, s0:s0 + m], io[7], nb, m)
+                    _transpose(ypre[b, db0:db0 + nb, s0:s0 + m], io[8], nb, m)
+                for c in range(nb):
                     for n in range(n_s):
                         hist[0, n, c] = h0[b, db0 + c, n] if ch == 0 else ckpt[b, db0 + c, ch - 1, n]
                     if ch > 0:  # prefetch the chunk before (the next one processed): no hardware prefetcher follows
@@ -580,16 +635,10 @@ def selective_scan_backward(
                 _adjoint_chunk(adj, dAs, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
                                io[5], Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
                 _ddelta_step(io[5], io[6], dbl, m)  # d delta = d dt * softplus slope; summed, d bias
-                for c in range(nb):  # the chunk's du, d delta (and dz), back along the length
-                    du_out = du[b, db0 + c, s0:s0 + m]
-                    dt_out = ddelta[b, db0 + c, s0:s0 + m]
-                    for j in range(m):
-                        du_out[j] = io[4, j, c]
-                        dt_out[j] = io[5, j, c]
-                    if gate:
-                        dz_out = dz[b, db0 + c, s0:s0 + m]
-                        for j in range(m):
-                            dz_out[j] = io[7, j, c]
+                _transpose(io[4], du[b, db0:db0 + nb, s0:s0 + m], m, nb)  # du, d delta (and dz), back to rows
+                _transpose(io[5], ddelta[b, db0:db0 + nb, s0:s0 + m], m, nb)
+                if gate:
+                    _transpose(io[7], dz[b, db0:db0 + nb, s0:s0 + m], m, nb)
             for c in range(nb):
                 d = db0 + c
                 for n in range(n_s):

@@ -188,6 +188,24 @@ def test_fast_exp2_and_sigmoid_accuracy():
     assert np.max(np.abs(sig[fin] - ref_sig) / ref_sig) < 1e-6
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunk_transpose_blocks_and_edges(dtype):
+    """The kernels' chunk transpose (8x8 blocks in vector registers, the edges element by element) equals ``.T``:
+    whole and partial blocks, rows that are not contiguous (element by element then), both directions."""
+    from kernels._numba.selective_scan import _transpose
+
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((40, 300)).astype(dtype)
+    for n, k in [(16, 64), (13, 61), (8, 8), (7, 5), (16, 1)]:
+        for src in (big[3:3 + n, 17:17 + k], big[:2 * n:2, 1:2 * k:2]):  # contiguous rows; strided rows
+            dst = np.full((k + 2, n + 3), np.nan, dtype)
+            _transpose(src, dst, n, k)
+            assert np.array_equal(dst[:k, :n], src.T) and np.isnan(dst[k:]).all() and np.isnan(dst[:, n:]).all()
+            back = np.full((n, k), np.nan, dtype)
+            _transpose(dst, back, k, n)
+            assert np.array_equal(back, src)
+
+
 @pytest.mark.parametrize("combo", list(itertools.combinations(OPTIONS, 2))[:3])
 def test_torch_backend_is_the_reference(combo):
     args, kw = _inputs(opts=combo)

@@ -547,9 +547,9 @@ def selective_scan_backward(
     over the lanes, summed inside the lane loop. On Zen 3 LLVM unrolls that 16-lane loop fully and leaves it scalar,
     and that measured fastest: storing the step's terms to ``(state, LANES)`` arrays and summing them in a second
     loop (the loop vectorised) made the backward kernel 14-16% slower; a run-time trip count (vectorised, with the
-    sums in the loop or through ``llvm.vector.reduce.fadd``) made the adjoint 25-70% slower; a column-wise bulk sum
-    per chunk was 2x slower. Padding lanes (past a group's last channel) run on zeros and
-    add nothing.
+    sums in the loop or through ``llvm.vector.reduce.fadd``) was slower in 5 of 6 interleaved standalone rounds; a
+    column-wise bulk sum per chunk was 2x slower. Padding lanes (past a group's last channel) run on zeros and add
+    nothing.
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.

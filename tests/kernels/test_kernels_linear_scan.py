@@ -1,6 +1,7 @@
 """linear_scan: forward/backward against float64 references over layouts, dtypes, directions and backends."""
 
 import os
+import sys
 
 import pytest
 import torch
@@ -200,6 +201,32 @@ def test_out_argument():
         linear_scan(a.requires_grad_(), b, dim=dim, out=out)
     with pytest.raises(ValueError, match="out has shape"):
         linear_scan(a.detach(), b, dim=dim, out=torch.empty(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_out_argument_row_fast_path(monkeypatch, dtype, reverse):
+    """out= with rows contiguous along the last axis and no h0 goes straight to the row kernel; it gives the
+    allocating path's values, and every other layout (h0 given, a broadcast, the scan axis inner) falls back."""
+    ls_mod = sys.modules["kernels.linear_scan"]  # the module (the package exports the function under this name)
+    taken = []
+    fast = ls_mod._numba_rows_out
+    monkeypatch.setattr(ls_mod, "_numba_rows_out", lambda *args: taken.append(fast(*args)) or taken[-1])
+    torch.manual_seed(0)
+    a = (torch.rand(3, 5, 37) * 0.5 + 0.5).to(dtype)
+    b = torch.randn(3, 5, 37).to(dtype)
+    out = torch.full_like(b, float("nan"))
+    assert linear_scan(a, b, reverse=reverse, backend="numba", out=out) is out
+    assert taken == [True]
+    assert torch.equal(out, linear_scan(a, b, reverse=reverse, backend="numba"))
+    assert rel_err(out.to(torch.complex128 if dtype.is_complex else torch.float64),
+                   linear_scan_ref(a.to(out.dtype), b.to(out.dtype), reverse=reverse)) < 1e-5  # fmt: skip
+    h0 = torch.randn(3, 5).to(dtype)
+    for args, kw in [((a, b, h0), {}), ((a[:, :, :1], b), {}), ((a.transpose(1, 2), b.transpose(1, 2)), {"dim": 1})]:
+        taken.clear()
+        got = linear_scan(*args, reverse=reverse, backend="numba", out=torch.empty_like(args[1]), **kw)
+        assert taken in ([], [False])
+        assert torch.equal(got, linear_scan(*args, reverse=reverse, backend="numba", **kw))
 
 
 def test_bad_inputs():

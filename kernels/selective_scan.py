@@ -165,7 +165,8 @@ class _SelectiveScanFn(torch.autograd.Function):
     ``silu(z)`` when ``z`` is given.
 
     Numba forms ``dt = softplus(delta + bias)`` and applies the gate inside its kernels, forward and backward (the
-    forward then keeps ``y`` before the gate for the backward). The Triton path receives ``dt`` itself (``bias`` None,
+    backward recomputes ``y`` before the gate along with the states, so nothing the size of ``u`` is saved beyond
+    the inputs). The Triton path receives ``dt`` itself (``bias`` None,
     ``softplus`` False, no ``z``): the caller's element-wise ops are differentiated by autograd.
     """
 
@@ -184,9 +185,8 @@ class _SelectiveScanFn(torch.autograd.Function):
         y = torch.empty_like(u_)
         last = torch.empty(bsz, dim, state, dtype=u.dtype, device=u.device)
         ckpt = torch.empty(bsz, dim, n_chunks if save else 1, state, dtype=u.dtype, device=u.device)
-        gate = z is not None  # numba only: y *= silu(z) inside the kernel, which keeps y before the gate
+        gate = z is not None  # numba only: y *= silu(z) inside the kernel (its backward recomputes y before the gate)
         z_ = z.detach() if gate else y  # any strides (the Mamba block passes a view of its in-projection)
-        ypre = torch.empty_like(u_) if gate and save else y
         if backend == "numba":
             from ._numba import selective_scan as nk
 
@@ -194,8 +194,7 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 4):
                 nk.selective_scan_forward(
                     u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(), softplus,
-                    h0v.numpy(), keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), ypre.numpy(),
-                    gate,
+                    h0v.numpy(), keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), gate,
                 )  # fmt: skip
         else:
             from ._triton import selective_scan as tk
@@ -205,14 +204,13 @@ class _SelectiveScanFn(torch.autograd.Function):
             tk.forward(u_, dt_, A_, Bx, Cx, Dv, h0v, y, last, ckpt, save)
         ctx.backend, ctx.groups, ctx.softplus = backend, groups, softplus
         ctx.flags = (D is not None, h0 is not None, B.dim(), bias is not None)
-        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, bv, h0v, keep, ckpt, z_ if gate else None,
-                              ypre if gate and save else None)
+        ctx.save_for_backward(u_, dt_, A_, Bx, Cx, Dv, bv, h0v, keep, ckpt, z_ if gate else None)
         return y, last
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gy, glast):
-        u, delta, A, Bx, Cx, Dv, bv, h0v, keep, ckpt, z, ypre = ctx.saved_tensors
+        u, delta, A, Bx, Cx, Dv, bv, h0v, keep, ckpt, z = ctx.saved_tensors
         has_d, has_h0, b_dim, has_bias = ctx.flags
         bsz, dim, length = u.shape
         state, groups = A.shape[1], ctx.groups
@@ -235,8 +233,8 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 8):
                 nk.selective_scan_backward(
                     u.numpy(), delta.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(),
-                    ctx.softplus, h0v.numpy(), keep.numpy(), ckpt.numpy(), (z if gate else u).numpy(),
-                    (ypre if gate else u).numpy(), gate, gy.numpy(), du.numpy(), ddelta.numpy(),
+                    ctx.softplus, h0v.numpy(), keep.numpy(), ckpt.numpy(), (z if gate else u).numpy(), gate,
+                    gy.numpy(), du.numpy(), ddelta.numpy(),
                     (dz if gate else du).numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(), dD_part.numpy(),
                     dbias_part.numpy(), dh0.numpy(), n_sl,
                 )  # fmt: skip

@@ -335,22 +335,33 @@ def _forward_chunk(h, a, dt, x, dtx, out, sk, Bc, Cc, kc, m):
 
 
 @njit(**_STEP)
-def _recompute_chunk(hist, eb, a2, dt, dtx, Bc, kc, m):
+def _recompute_chunk(hist, eb, a2, dt, dtx, Bc, kc, m, Cc, yc, gate):
     """The backward's recompute of a chunk's ``m`` steps: ``eb[j] = 2**(dt A log2 e) keep``,
-    ``hist[j + 1] = eb[j] hist[j] + dt u B`` (``hist[0]``, the chunk's entering state, is given).
+    ``hist[j + 1] = eb[j] hist[j] + dt u B`` (``hist[0]``, the chunk's entering state, is given); with ``gate``,
+    also ``yc[j] += C_j . hist[j + 1]`` (the output before the gate, which the gate's backward needs: recomputed
+    here rather than stored by the forward and read back).
 
     ``hist``: ``(CHUNK + 1, state, LANES)``; ``eb``: ``(CHUNK, state, LANES)``; ``a2``: ``(state, LANES)``;
-    ``dt``, ``dtx`` (dt u): ``[step, lane]``; ``Bc``: ``(m, state)``; ``kc``: ``(m,)`` keep flags.
+    ``dt``, ``dtx`` (dt u), ``yc``: ``[step, lane]``; ``Bc``, ``Cc``: ``(m, state)``; ``kc``: ``(m,)`` keep flags.
     """
     n_s = a2.shape[0]
     for j in range(m):
         kp = kc[j]
         for n in range(n_s):
             bn = Bc[j, n]
-            for c in range(LANES):
-                e = fast_exp2(dt[j, c] * a2[n, c]) * kp
-                eb[j, n, c] = e
-                hist[j + 1, n, c] = e * hist[j, n, c] + dtx[j, c] * bn
+            if gate:
+                cn = Cc[j, n]
+                for c in range(LANES):
+                    e = fast_exp2(dt[j, c] * a2[n, c]) * kp
+                    eb[j, n, c] = e
+                    hn = e * hist[j, n, c] + dtx[j, c] * bn
+                    hist[j + 1, n, c] = hn
+                    yc[j, c] += hn * cn
+            else:
+                for c in range(LANES):
+                    e = fast_exp2(dt[j, c] * a2[n, c]) * kp
+                    eb[j, n, c] = e
+                    hist[j + 1, n, c] = e * hist[j, n, c] + dtx[j, c] * bn
 
 
 @njit(**_STEP)
@@ -416,10 +427,12 @@ def _gate_forward(out, z, ypre, m):
 
 
 @njit(**_STEP)
-def _dt_gate_backward(dt, x, dtx, slope, gy, z, ypre, bl, m, softplus, gate, one):
+def _dt_gate_backward(dt, x, dtx, slope, gy, z, yc, skip, bl, m, softplus, gate, one):
     """The backward's element-wise prologue over a chunk's ``[step, lane]`` buffers: ``dt``, its softplus
-    ``slope`` and ``dtx = dt x`` as in the forward; with ``gate``, ``z <- dz = dy ypre silu'(z)`` and
-    ``gy <- dy silu(z)`` (the gradient reaching the pre-gate output)."""
+    ``slope`` and ``dtx = dt x`` as in the forward; with ``gate``, ``z <- dy silu'(z)`` (times the pre-gate output
+    once :func:`_recompute_chunk` has formed it, in :func:`_ddelta_step`: ``dz``), ``gy <- dy silu(z)`` (the gradient
+    reaching the pre-gate output) and ``yc <- D u`` (the pre-gate output's skip term; the recompute adds
+    ``C . h``)."""
     for j in range(m):
         for c in range(LANES):
             v = dt[j, c] + bl[c]
@@ -434,22 +447,26 @@ def _dt_gate_backward(dt, x, dtx, slope, gy, z, ypre, bl, m, softplus, gate, one
                 sg = fast_sigmoid(zc)
                 silu = zc * sg
                 gj = gy[j, c]
-                z[j, c] = gj * ypre[j, c] * (sg + silu - silu * sg)  # silu'(z) = sg (1 + z (1 - sg))
+                z[j, c] = gj * (sg + silu - silu * sg)  # silu'(z) = sg (1 + z (1 - sg))
                 gy[j, c] = gj * silu
+                yc[j, c] = skip[c] * x[j, c]
 
 
 @njit(**_STEP)
-def _ddelta_step(gdt, slope, dbl, m):
-    """``d delta = d dt * slope`` over a chunk's ``[step, lane]`` buffer; its sum over the steps goes to ``dbl``."""
+def _ddelta_step(gdt, slope, dbl, gz, yc, m, gate):
+    """``d delta = d dt * slope`` over a chunk's ``[step, lane]`` buffer; its sum over the steps goes to ``dbl``.
+    With ``gate``, ``dz = gz * yc``: ``dy silu'(z)`` times the recomputed pre-gate output."""
     for j in range(m):
         for c in range(LANES):
             v = gdt[j, c] * slope[j, c]
             gdt[j, c] = v
             dbl[c] += v
+            if gate:
+                gz[j, c] *= yc[j, c]
 
 
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
-def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y, last, ckpt, save, z, ypre, gate):
+def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y, last, ckpt, save, z, gate):
     """Forward selective scan; the step ``dt = softplus(delta + bias)`` (softplus if ``softplus``) is formed here.
 
     Each task runs ``LANES`` channels of one (batch, group) in lockstep: the state is a ``(state, LANES)`` block and
@@ -475,9 +492,8 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
         y: ``(batch, channels, length)`` output ``C . h + D u``, times ``silu(z)`` if ``gate``; written in place.
         last: ``(batch, channels, state)`` final state, written in place.
         ckpt: ``(batch, channels, ceil(length / CHUNK), state)`` states after every chunk (written if ``save``).
-        save: write ``ckpt``, and ``ypre`` when gated.
-        z: ``(batch, channels, length)`` gate (read if ``gate``; any strides); ypre: ``(batch, channels, length)``,
-            the output before the gate (written if ``gate`` and ``save``, for the backward).
+        save: write ``ckpt`` (for the backward, which recomputes the states and the output before the gate from it).
+        z: ``(batch, channels, length)`` gate (read if ``gate``; any strides).
         gate: multiply the output by ``silu(z)`` (fused: no separate passes over ``y`` and ``z``).
     """
     n_b, n_d, n_l = u.shape
@@ -514,12 +530,10 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
                     for n in range(n_s):
                         ckpt[b, d0 + c, s0 // CHUNK, n] = h[n, c]
             res = 3  # the [step, lane] buffer that holds the output
-            if gate:  # y = ypre * silu(z), over [step, lane] (u's buffer takes z, dt's the gated output)
+            if gate:  # y = (C . h + D u) * silu(z), over [step, lane] (u's buffer takes z, dt's the gated output)
                 res = 0
                 _transpose(z[b, d0:d0 + nb, s0:s0 + m], io[1], nb, m)
                 _gate_forward(io[0], io[1], io[3], m)
-                if save:
-                    _transpose(io[3], ypre[b, d0:d0 + nb, s0:s0 + m], m, nb)
             _transpose(io[res], y[b, d0:d0 + nb, s0:s0 + m], m, nb)  # the chunk's output, back along the length
         for c in range(nb):
             for n in range(n_s):
@@ -528,7 +542,7 @@ def selective_scan_forward(u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, y,
 
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def selective_scan_backward(
-    u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, ckpt, z, ypre, gate, dy, du, ddelta, dz, dA_part, dB_part,
+    u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep, ckpt, z, gate, dy, du, ddelta, dz, dA_part, dB_part,
     dC_part, dD_part, dbias_part, dh0, n_slices,
 ):
     """Backward of :func:`selective_scan_forward` (same inputs; ``dy`` is the gradient of the output).
@@ -553,7 +567,7 @@ def selective_scan_backward(
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.
-        ckpt: the forward's chunk-end states. z, ypre, gate: the gate, and the forward's output before it.
+        ckpt: the forward's chunk-end states. z, gate: the gate (the output before it is recomputed with the states).
         dy: ``(batch, channels, length)`` gradient of the output.
         du, ddelta: ``(batch, channels, length)`` gradients, written in place; dz: likewise when ``gate``.
         dA_part: ``(batch, channels, state)`` per-batch partial of ``dA``; dD_part, dbias_part: ``(batch, channels)``.
@@ -582,7 +596,7 @@ def selective_scan_backward(
         av = np.zeros((n_s, L), dtype=u.dtype)  # A
         av2 = np.zeros((n_s, L), dtype=u.dtype)  # A log2(e), for fast_exp2
         eb = np.zeros((CHUNK, n_s, L), dtype=u.dtype)  # exp(dt * A) of step j (times keep)
-        io = np.zeros((9, CHUNK, L), dtype=u.dtype)  # [step, lane]: dt, u, dt*u, dy, du, d dt, dt', z, ypre
+        io = np.zeros((9, CHUNK, L), dtype=u.dtype)  # [step, lane]: dt, u, dt*u, dy, du, d dt, dt', z, C.h+Du
         bl = np.zeros(L, dtype=u.dtype)  # delta's bias
         dbl = np.zeros(L, dtype=u.dtype)  # d bias
         gs = np.zeros(L, dtype=u.dtype)
@@ -620,7 +634,6 @@ def selective_scan_backward(
                 _transpose(dy[b, db0:db0 + nb, s0:s0 + m], io[3], nb, m)
                 if gate:
                     _transpose(z[b, db0:db0 + nb, s0:s0 + m], io[7], nb, m)
-                    _transpose(ypre[b, db0:db0 + nb, s0:s0 + m], io[8], nb, m)
                 for c in range(nb):
                     for n in range(n_s):
                         hist[0, n, c] = h0[b, db0 + c, n] if ch == 0 else ckpt[b, db0 + c, ch - 1, n]
@@ -630,15 +643,16 @@ def selective_scan_backward(
                         _prefetch_rows(delta[b, db0 + c, p0:s0], u[b, db0 + c, p0:s0], dy[b, db0 + c, p0:s0],
                                        du[b, db0 + c, p0:s0], ddelta[b, db0 + c, p0:s0])  # fmt: skip
                         if gate:
-                            _prefetch_rows(z[b, db0 + c, p0:s0], ypre[b, db0 + c, p0:s0], z[b, db0 + c, p0:s0],
+                            _prefetch_rows(z[b, db0 + c, p0:s0], z[b, db0 + c, p0:s0], z[b, db0 + c, p0:s0],
                                            dz[b, db0 + c, p0:s0], dz[b, db0 + c, p0:s0])  # fmt: skip
                 # dt, its softplus slope, dt * u and the gate's backward, over [step, lane]
-                _dt_gate_backward(io[0], io[1], io[2], io[6], io[3], io[7], io[8], bl, m, softplus, gate, one)
-                # recompute the chunk's states, then the adjoint backwards through them
-                _recompute_chunk(hist, eb, av2, io[0], io[2], Bt[b, g, s0:s0 + m], keep[b, s0:s0 + m], m)
+                _dt_gate_backward(io[0], io[1], io[2], io[6], io[3], io[7], io[8], skip, bl, m, softplus, gate, one)
+                # recompute the chunk's states (and the output before the gate), then the adjoint backwards
+                _recompute_chunk(hist, eb, av2, io[0], io[2], Bt[b, g, s0:s0 + m], keep[b, s0:s0 + m], m,
+                                 Ct[b, g, s0:s0 + m], io[8], gate)
                 _adjoint_chunk(adj, dAs, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
                                io[5], Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
-                _ddelta_step(io[5], io[6], dbl, m)  # d delta = d dt * softplus slope; summed, d bias
+                _ddelta_step(io[5], io[6], dbl, io[7], io[8], m, gate)  # d delta, its sum (d bias) and dz
                 _transpose(io[4], du[b, db0:db0 + nb, s0:s0 + m], m, nb)  # du, d delta (and dz), back to rows
                 _transpose(io[5], ddelta[b, db0:db0 + nb, s0:s0 + m], m, nb)
                 if gate:

@@ -42,7 +42,8 @@ def _selective_cases(rng):
         "_forward_chunk": (ss, (_f32(rng, n, lanes), _f32(rng, n, lanes), io[0], io[1], io[2], io[3],
                                 _f32(rng, lanes), _f32(rng, chunk, n), _f32(rng, chunk, n), keep, chunk)),
         "_recompute_chunk": (ss, (_f32(rng, chunk + 1, n, lanes), _f32(rng, chunk, n, lanes), _f32(rng, n, lanes),
-                                  io[0], io[2], _f32(rng, chunk, n), keep, chunk)),
+                                  io[0], io[2], _f32(rng, chunk, n), keep, chunk, _f32(rng, chunk, n), io[3],
+                                  True)),
         "_dt_step": (ss, (io[0], io[1], io[2], _f32(rng, lanes), chunk, True)),
     }
 

@@ -63,13 +63,45 @@ def test_forward_and_gradients_match_reference(groups, opts):
         assert x.shape == w.shape and rel_err(x, w) < 1e-10
 
 
-def test_float32_matches_float64_reference():
-    args, kw = _inputs(bsz=2, dim=8, length=300, state=16, dtype=torch.float32, opts=OPTIONS)
+@pytest.mark.parametrize("decay", ["nonpositive", "some_positive_A", "no_softplus"])
+def test_float32_matches_float64_reference(decay):
+    """float32 against the float64 reference, forward and gradients, on both forms of the kernels' decay: with
+    ``softplus`` and ``A <= 0`` every exponent ``dt A`` is ``<= 0`` and the state loops use ``fast_exp2_nonpos``;
+    a channel block with a positive ``A`` entry (a growing state), or no softplus, takes the clamped ``fast_exp2``."""
+    torch.manual_seed(0)
+    opts = tuple(OPTIONS) if decay != "no_softplus" else ("D", "z", "h0")
+    args, kw = _inputs(bsz=2, dim=40, length=300, state=16, dtype=torch.float32, opts=opts)
+    if decay == "some_positive_A":
+        args[2][20, 3] = 0.05  # the second 16-channel block only
+    ins = [x.requires_grad_() for x in _tensors(args, kw)]
     y = selective_scan(*args, backend="numba", **kw)
-    yr = selective_scan_ref(
-        *[a.double() for a in args], **{k: v.double() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
-    )
+    ins64 = [x.detach().double().requires_grad_() for x in ins]
+    n = len(args)
+    kw64 = dict(zip([k for k, v in kw.items() if isinstance(v, torch.Tensor)], ins64[n:]))
+    yr = selective_scan_ref(*ins64[:n], **{**kw, **kw64})
     assert rel_err(y.double(), yr) < 1e-5
+    gy = torch.randn_like(yr)
+    got = torch.autograd.grad((y * gy.float()).sum(), ins)
+    want = torch.autograd.grad((yr * gy).sum(), ins64)
+    for name, a, b in zip(["u", "delta", "A", "B", "C", *kw], got, want):
+        if isinstance(b, torch.Tensor):
+            assert rel_err(a.double(), b) < 1e-4, name
+
+
+def test_growing_state_overflows_as_the_reference_does():
+    """A positive ``A`` entry with a large step: the decay ``2**(dt A log2 e)`` passes float32's range, and the
+    state must overflow to the reference's infinities. The kernels' unclamped ``fast_exp2_nonpos`` would wrap the
+    exponent bits there (to signed zeros and finite garbage), so a block holding such an entry must not use it."""
+    torch.manual_seed(0)
+    u, delta = torch.randn(1, 40, 50), torch.rand(1, 40, 50) * 4 - 2
+    A, B, C = -torch.rand(40, 16) * 2, torch.randn(1, 16, 50), torch.randn(1, 16, 50)
+    A[20, 3] = 100.0  # the second 16-channel block
+    y = selective_scan(u, delta, A, B, C, delta_softplus=True, backend="numba")
+    yr = selective_scan_ref(u, delta, A, B, C, delta_softplus=True)
+    assert not torch.isfinite(yr[0, 20]).all()
+    fin = torch.isfinite(yr)
+    assert torch.equal(torch.isfinite(y), fin) and torch.equal(y[~fin], yr[~fin])
+    assert rel_err(y[fin], yr[fin]) < 1e-5
 
 
 @pytest.mark.parametrize("opts", [(), tuple(OPTIONS)])
@@ -174,9 +206,12 @@ def test_fast_exp2_and_sigmoid_accuracy():
     NaN in NaN out; the sigmoid stays in float32 (a literal 1 would have promoted it) within 1e-6 relative."""
     from kernels._numba.selective_scan import fast_exp2_sigmoid_array
 
-    x = np.concatenate([np.linspace(-130, 126.9, 40001), [0.0, -1e-8, 1e-8, -0.5, 0.5, np.nan]]).astype(np.float32)
-    e2, sig = np.empty_like(x), np.empty_like(x)
-    fast_exp2_sigmoid_array(x, e2, sig)
+    x = np.concatenate([np.linspace(-130, 126.9, 40001), [0.0, -1e-8, 1e-8, -0.5, 0.5, -np.inf, np.nan]])
+    x = x.astype(np.float32)
+    e2, sig, e2n = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    fast_exp2_sigmoid_array(x, e2, sig, e2n)
+    nonpos = ~(x > 0)  # fast_exp2_nonpos: the same values wherever x <= 0 (NaN and -inf included)
+    assert np.array_equal(e2n[nonpos], e2[nonpos], equal_nan=True) and e2[-2] == 0
     x64 = x.astype(np.float64)
     ok = (x > -126) & (x < 127)
     ref = np.exp2(x64[ok])

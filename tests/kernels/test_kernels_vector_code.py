@@ -40,10 +40,10 @@ def _selective_cases(rng):
     keep = np.ones(chunk, np.float32)
     return {
         "_forward_chunk": (ss, (_f32(rng, n, lanes), _f32(rng, n, lanes), io[0], io[1], io[2], io[3],
-                                _f32(rng, lanes), _f32(rng, chunk, n), _f32(rng, chunk, n), keep, chunk)),
+                                _f32(rng, lanes), _f32(rng, chunk, n), _f32(rng, chunk, n), keep, chunk, True)),
         "_recompute_chunk": (ss, (_f32(rng, chunk + 1, n, lanes), _f32(rng, chunk, n, lanes), _f32(rng, n, lanes),
                                   io[0], io[2], _f32(rng, chunk, n), keep, chunk, _f32(rng, chunk, n), io[3],
-                                  True)),
+                                  True, True)),
         "_dt_step": (ss, (io[0], io[1], io[2], _f32(rng, lanes), chunk, True)),
     }
 

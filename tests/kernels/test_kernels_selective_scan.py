@@ -130,11 +130,15 @@ def test_short_and_chunk_boundary_lengths(length):
     assert rel_err(y, yr) < 1e-12 and rel_err(last, lr) < 1e-12
 
 
-def test_nan_propagates():
+@pytest.mark.parametrize("where,softplus", [("u", False), ("delta", False), ("delta", True)])
+def test_nan_propagates(where, softplus):
+    """A NaN in ``u`` or in ``delta`` (through the decay: the clamped ``fast_exp2`` without softplus, the
+    ``fast_exp2_nonpos`` form with it) poisons that channel from its step on, and nothing else."""
     args, _ = _inputs(dtype=torch.float32)
-    args[0] = args[0].clone()
-    args[0][1, 2, 10] = float("nan")
-    y = selective_scan(*args)
+    i = 0 if where == "u" else 1
+    args[i] = args[i].clone()
+    args[i][1, 2, 10] = float("nan")
+    y = selective_scan(*args, delta_softplus=softplus)
     assert torch.isnan(y[1, 2, 10:]).all() and not torch.isnan(y[1, 2, :10]).any()
     assert torch.isnan(y).sum() == y.shape[2] - 10
 

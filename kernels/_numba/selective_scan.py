@@ -6,8 +6,8 @@ registers. The discretisation ``dA = exp(delta * A)``, ``dB u = delta * B * u`` 
 ``(batch, channels, length, state)`` tensor is ever formed. ``B`` and ``C`` arrive transposed to
 ``(batch, groups, length, state)``; their entries are broadcast to the lanes.
 
-Both directions work in chunks of ``CHUNK`` steps: a chunk's per-channel inputs (``delta``, ``u``, and ``dy``,
-``z`` and the pre-gate output in the backward) are transposed into ``[step, lane]`` buffers, 8x8 blocks at a time
+Both directions work in chunks of ``CHUNK`` steps: a chunk's per-channel inputs (``delta``, ``u``, ``z``, and
+``dy`` in the backward) are transposed into ``[step, lane]`` buffers, 8x8 blocks at a time
 in vector registers (:func:`_transpose8`, LLVM shuffles; contiguous row reads instead of a 16-address gather per
 step, whose addresses a power-of-two row pitch apart all fall in one L1 set), the element-wise work happens there
 with the lanes innermost (``dt = softplus(delta + bias)``, the ``silu(z)`` gate and, backward, their derivatives),
@@ -17,8 +17,8 @@ backward.
 The forward stores the state at the end of every chunk (``(batch, channels, n_chunks, state)``, 1/CHUNK of the
 full state history). The backward walks the chunks from last to first, prefetching the chunk before (no hardware
 prefetcher follows rows read in descending chunks): it recomputes the chunk's states and ``exp(dt A)`` from its
-checkpoint, runs the adjoint recurrence backwards through them, and writes the chunk's ``du``, ``d delta`` and
-``dz``.
+checkpoint (and, gated, the output before the gate, which the forward does not store), runs the adjoint recurrence
+backwards through them, and writes the chunk's ``du``, ``d delta`` and ``dz``.
 
 The backward parallelises over (batch, group, slice of channel blocks) tasks: every task owns its slice of
 channels, so it can accumulate ``dB`` and ``dC`` (sums over channels) into its own ``(length, state)`` partial
@@ -210,7 +210,8 @@ def fast_exp2_nonpos(x):
 
     The decays ``2**(dt A log2 e)`` of a block whose ``A`` is all ``<= 0``, with ``dt = softplus(...) >= 0``, are
     such arguments; the state loops take this form then (12% faster than :func:`fast_exp2` in a standalone chunk
-    loop on Zen 3). A positive argument gives a wrong value: callers must know the sign.
+    loop on Zen 3). Exact up to 127 too, but above that the exponent bits wrap (to signed zeros and finite
+    garbage, where :func:`fast_exp2` saturates at ``2**127``): callers must know the sign.
     """
     return 2.0 ** x
 
@@ -588,9 +589,11 @@ def selective_scan_backward(
     Like the forward, a task runs blocks of ``LANES`` channels in lockstep with the channels innermost (a fixed trip
     count, whole vector registers; ``B_l[n]``, ``C_l[n]`` broadcast), and a chunk's inputs are copied along the
     length into ``[step, lane]`` buffers: there the step ``dt`` and its softplus slope are recomputed from ``delta``,
-    and the gate's backward is applied (``dz`` written, ``dy`` times ``silu(z)`` kept), so no element-wise pass runs
-    outside the kernel. The chunk's states and ``exp(dt A)`` are then recomputed from its checkpoint, the adjoint
-    recurrence runs backwards through them, and the chunk's ``du`` and ``d delta`` go back along the length.
+    and the gate's backward is applied (``dy`` times ``silu(z)`` kept, ``dy silu'(z)`` set aside), so no
+    element-wise pass runs outside the kernel. The chunk's states, ``exp(dt A)`` and (gated) the output before the
+    gate are then recomputed from its checkpoint, the adjoint recurrence runs backwards through them, ``dz`` is the
+    set-aside ``dy silu'(z)`` times that output, and the chunk's ``du``, ``d delta`` and ``dz`` go back along the
+    length.
 
     The per-(state, lane) quantities the adjoint carries (the state's adjoint, the ``dA`` sum) are separate
     ``(state, LANES)`` arrays handed to :func:`_adjoint_chunk`, whose ``noalias`` arguments let LLVM vectorise

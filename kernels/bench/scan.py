@@ -83,7 +83,7 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
             where = "in process, no memory figure" if quick else "subprocess"
             log(progress, f"selective_scan {impl} {mode} {ss_sizes} ({where}) ...")
             reps = ss_rep if impl == "numba" else (1 if not quick else 2)
-            r = bench_selective(impl, mode, ss_sizes, reps, in_process=quick)
+            r = bench_selective(impl, mode, ss_sizes, reps, in_process=quick, malloc_reuse=malloc_tuned)
             ss_times[ii, mi, : len(r["times"])] = r["times"]
             ss_peak[ii, mi] = r["peak_extra_bytes"]
             ss_max[ii, mi] = r["max_tensor_bytes"]

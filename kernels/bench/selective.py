@@ -2,8 +2,8 @@
 call, and the peak extra resident memory of the Numba kernels and of :func:`kernels.selective_scan_ref`.
 
 The memory figure needs a fresh process: :func:`bench_selective` runs this module as a child,
-``python -m kernels.bench.selective '[impl, mode, batch, channels, length, state, repeats]'``, which prints one
-JSON line. Quick runs call :func:`measure` in this process instead (no meaningful memory figure then).
+``python -m kernels.bench.selective '[impl, mode, batch, channels, length, state, repeats, malloc_reuse]'``, which
+prints one JSON line. Quick runs call :func:`measure` in this process instead (no meaningful memory figure then).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class _Spy(torch.overrides.TorchFunctionMode):
         return out
 
 
-def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, repeats: int) -> dict:
+def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, repeats: int,
+            malloc_reuse: bool = False) -> dict:
     """Time ``repeats`` calls of one implementation after warm-up calls (a small one, and for ``numba`` one at the
     measured size), then measure memory.
 
@@ -67,14 +68,18 @@ def measure(impl: str, mode: str, bsz: int, dim: int, length: int, state: int, r
         mode: ``"fwd"`` or ``"fwd_bwd"``.
         bsz, dim, length, state: the Mamba-1 sizes.
         repeats: timed calls (fewer once they add up to 20 s).
+        malloc_reuse: call :func:`kernels.reuse_freed_memory` first, as the parent benchmark and every entry point
+            of the lab do (big outputs then reuse freed buffers instead of page-faulting afresh on every call).
 
     Returns:
         ``{"times": [s, ...], "fwd_times": [s, ...] (numba fwd_bwd only: a forward without grad timed right before
         each forward+backward, for their ratio), "peak_extra_bytes": rise of the peak RSS during the timed calls,
         "max_tensor_bytes": largest tensor returned by a torch op in one more call}``. Seeds torch's global RNG.
     """
-    from kernels import selective_scan, selective_scan_ref
+    from kernels import reuse_freed_memory, selective_scan, selective_scan_ref
 
+    if malloc_reuse:
+        reuse_freed_memory()
     torch.manual_seed(0)
 
     def call(xs):
@@ -149,9 +154,11 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(measure(*args)))
 
 
-def bench_selective(impl, mode, sizes, repeats, in_process=False) -> dict:
-    """:func:`measure` in a fresh child process, or here when ``in_process`` (peak memory then NaN)."""
-    args = [impl, mode, *sizes, repeats]
+def bench_selective(impl, mode, sizes, repeats, in_process=False, malloc_reuse=False) -> dict:
+    """:func:`measure` in a fresh child process, or here when ``in_process`` (peak memory then NaN);
+    ``malloc_reuse``: the child calls :func:`kernels.reuse_freed_memory` first (pass the parent's setting, so that
+    every row of one benchmark runs under the same allocator)."""
+    args = [impl, mode, *sizes, repeats, bool(malloc_reuse) and not in_process]
     if in_process:  # quick mode: same code, no fresh process, so the peak-memory figure is meaningless
         r = measure(*args)
         r["peak_extra_bytes"] = float("nan")

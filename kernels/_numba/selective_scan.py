@@ -401,23 +401,25 @@ def _recompute_chunk(hist, eb, a2, dt, dtx, Bc, kc, m, Cc, yc, gate, nonpos):
 
 
 @njit(**_STEP)
-def _adjoint_chunk(adj, dA, gs, us, dd, av, skip, hist, eb, dt, x, dtx, gy, gdu, gdt, Bc, Cc, dbc, dcc, m):
+def _adjoint_chunk(adj, dA, av, hist, eb, dt, dtx, gy, gus, ggs, Bc, Cc, dbc, dcc, m):
     """The adjoint recurrence backwards through a chunk's ``m`` steps, over a ``(state, LANES)`` block.
 
-    ``adj`` (the state's adjoint), ``dA`` (the ``dA`` sum) and ``dd`` (the ``D`` gradient, ``(LANES,)``) carry
-    over steps; a step's ``dB`` and ``dC`` terms are summed over the lanes within the lane loop and added to
-    ``dbc``, ``dcc`` ``(m, state)``; ``gs``, ``us`` ``(LANES,)`` a step's ``d dt`` (through ``A``) and
-    ``sum_n dh B``. ``av``: ``A``; ``skip``: ``D``; ``hist``, ``eb``: the chunk's states and ``exp(dt A)`` (from
-    :func:`_recompute_chunk`);
-    ``dt``, ``x``, ``dtx``, ``gy`` (dy): ``[step, lane]`` inputs; ``gdu``, ``gdt``: ``[step, lane]`` outputs
-    (``du`` and ``d dt``); ``Bc``, ``Cc``: ``(m, state)``.
+    ``adj`` (the state's adjoint) and ``dA`` (the ``dA`` sum) carry over steps; a step's ``dB`` and ``dC`` terms are
+    summed over the lanes within the lane loop and added to ``dbc``, ``dcc`` ``(m, state)``. ``av``: ``A``;
+    ``hist``, ``eb``: the chunk's states and ``exp(dt A)`` (from :func:`_recompute_chunk`); ``dt``, ``dtx``,
+    ``gy`` (dy): ``[step, lane]`` inputs; ``Bc``, ``Cc``: ``(m, state)``.
+
+    Outputs, ``[step, lane]``: ``gus[j] = sum_n dh_n B_n`` and ``ggs[j] = sum_n A_n d(dt A_n)`` (the parts of ``du``
+    and ``d dt`` that need the states), summed in place; :func:`_finish_chunk` turns them into ``du`` and
+    ``d delta`` over the whole chunk. Summing straight into these rows, rather than into per-step ``(LANES,)``
+    arrays finished inside the step loop, keeps every loop here vectorised: that per-step finish (and ``dD``'s sum)
+    compiled to scalar code on both AVX2 and AVX-512 (backward 11-15% slower on Emerald Rapids, side by side).
     """
     n_s = av.shape[0]
     for j in range(m - 1, -1, -1):
         for c in range(LANES):
-            dd[c] += gy[j, c] * x[j, c]
-            gs[c] = 0
-            us[c] = 0
+            gus[j, c] = 0
+            ggs[j, c] = 0
         for n in range(n_s):
             bn = Bc[j, n]
             cn = Cc[j, n]
@@ -429,16 +431,13 @@ def _adjoint_chunk(adj, dA, gs, us, dd, av, skip, hist, eb, dt, x, dtx, gy, gdu,
                 e = eb[j, n, c]
                 t = dhn * hist[j, n, c] * e  # d(loss)/d(dt * A[n])
                 dA[n, c] += t * dt[j, c]
-                gs[c] += t * av[n, c]
-                us[c] += dhn * bn
+                ggs[j, c] += t * av[n, c]
+                gus[j, c] += dhn * bn
                 adj[n, c] = dhn * e
                 sb += dhn * dtx[j, c]  # dB and dC: sums over the lanes
                 sc += gyc * hist[j + 1, n, c]
             dbc[j, n] = sb
             dcc[j, n] = sc
-        for c in range(LANES):
-            gdu[j, c] = gy[j, c] * skip[c] + us[c] * dt[j, c]
-            gdt[j, c] = gs[c] + us[c] * x[j, c]
 
 
 @njit(**_STEP)
@@ -466,7 +465,7 @@ def _gate_forward(out, z, ypre, m):
 def _dt_gate_backward(dt, x, dtx, slope, gy, z, yc, skip, bl, m, softplus, gate, one):
     """The backward's element-wise prologue over a chunk's ``[step, lane]`` buffers: ``dt``, its softplus
     ``slope`` and ``dtx = dt x`` as in the forward; with ``gate``, ``z <- dy silu'(z)`` (times the pre-gate output
-    once :func:`_recompute_chunk` has formed it, in :func:`_ddelta_step`: ``dz``), ``gy <- dy silu(z)`` (the gradient
+    once :func:`_recompute_chunk` has formed it, in :func:`_finish_chunk`: ``dz``), ``gy <- dy silu(z)`` (the gradient
     reaching the pre-gate output) and ``yc <- D u`` (the pre-gate output's skip term; the recompute adds
     ``C . h``)."""
     for j in range(m):
@@ -489,16 +488,24 @@ def _dt_gate_backward(dt, x, dtx, slope, gy, z, yc, skip, bl, m, softplus, gate,
 
 
 @njit(**_STEP)
-def _ddelta_step(gdt, slope, dbl, gz, yc, m, gate):
-    """``d delta = d dt * slope`` over a chunk's ``[step, lane]`` buffer; its sum over the steps goes to ``dbl``.
-    With ``gate``, ``dz = gz * yc``: ``dy silu'(z)`` times the recomputed pre-gate output."""
+def _finish_chunk(gdu, gdt, gy, x, dt, skip, slope, dd, dbl, gz, yc, m):
+    """The backward's element-wise epilogue over a chunk's ``[step, lane]`` buffers, after :func:`_adjoint_chunk`:
+    ``du = dy D + gus dt`` (into ``gdu``, which holds ``gus``), ``d delta = (ggs + gus u) slope`` (into ``gdt``,
+    which holds ``ggs``); their sums over the steps go to ``dd`` (``dD``: ``sum dy u``) and ``dbl`` (``d bias``).
+    ``gz <- gz * yc``: gated, that is ``dz``, ``dy silu'(z)`` times the recomputed pre-gate output; ungated, both
+    buffers are unused zeros (done either way: under a ``gate`` flag, in this loop or a loop of its own, the product
+    compiled to scalar code). ``gy`` is ``dy`` (times ``silu(z)`` when gated), ``x`` is ``u``."""
     for j in range(m):
         for c in range(LANES):
-            v = gdt[j, c] * slope[j, c]
+            us = gdu[j, c]
+            g = gy[j, c]
+            xc = x[j, c]
+            gdu[j, c] = g * skip[c] + us * dt[j, c]
+            v = (gdt[j, c] + us * xc) * slope[j, c]
             gdt[j, c] = v
             dbl[c] += v
-            if gate:
-                gz[j, c] *= yc[j, c]
+            dd[c] += g * xc
+            gz[j, c] *= yc[j, c]
 
 
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
@@ -603,8 +610,11 @@ def selective_scan_backward(
     and that measured fastest: storing the step's terms to ``(state, LANES)`` arrays and summing them in a second
     loop (the loop vectorised) made the backward kernel 14-16% slower; a run-time trip count (vectorised, with the
     sums in the loop or through ``llvm.vector.reduce.fadd``) was slower in 5 of 6 interleaved standalone rounds; a
-    column-wise bulk sum per chunk was 2x slower. Padding lanes (past a group's last channel) run on zeros and add
-    nothing.
+    column-wise bulk sum per chunk was 2x slower. On Emerald Rapids (AVX-512VL) LLVM vectorises the sums, with a
+    horizontal add per state and step; storing the terms and summing 8 states at once through a shuffle tree (an
+    LLVM IR transpose-and-add) made the backward 3-10% slower there. The per-step sums over the states that ``du``
+    and ``d delta`` need go straight into ``[step, lane]`` rows, finished for the whole chunk by
+    :func:`_finish_chunk`. Padding lanes (past a group's last channel) run on zeros and add nothing.
 
     Arguments:
         u, delta, A, Bt, Ct, Dv, bias, softplus, h0, keep: as in the forward.
@@ -640,8 +650,6 @@ def selective_scan_backward(
         io = np.zeros((9, CHUNK, L), dtype=u.dtype)  # [step, lane]: dt, u, dt*u, dy, du, d dt, dt', z, C.h+Du
         bl = np.zeros(L, dtype=u.dtype)  # delta's bias
         dbl = np.zeros(L, dtype=u.dtype)  # d bias
-        gs = np.zeros(L, dtype=u.dtype)
-        us = np.zeros(L, dtype=u.dtype)
         dd = np.zeros(L, dtype=u.dtype)
         skip = np.zeros(L, dtype=u.dtype)
         dbp = dB_part[b, g, sl]
@@ -694,9 +702,10 @@ def selective_scan_backward(
                 # recompute the chunk's states (and the output before the gate), then the adjoint backwards
                 _recompute_chunk(hist, eb, av2, io[0], io[2], Bt[b, g, s0:s0 + m], keep[b, s0:s0 + m], m,
                                  Ct[b, g, s0:s0 + m], io[8], gate, nonpos)
-                _adjoint_chunk(adj, dAs, gs, us, dd, av, skip, hist, eb, io[0], io[1], io[2], io[3], io[4],
-                               io[5], Bt[b, g, s0:s0 + m], Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
-                _ddelta_step(io[5], io[6], dbl, io[7], io[8], m, gate)  # d delta, its sum (d bias) and dz
+                _adjoint_chunk(adj, dAs, av, hist, eb, io[0], io[2], io[3], io[4], io[5], Bt[b, g, s0:s0 + m],
+                               Ct[b, g, s0:s0 + m], dbp[s0:s0 + m], dcp[s0:s0 + m], m)
+                # du, d delta, their sums (dD, d bias) and dz
+                _finish_chunk(io[4], io[5], io[3], io[1], io[0], skip, io[6], dd, dbl, io[7], io[8], m)
                 _transpose(io[4], du[b, db0:db0 + nb, s0:s0 + m], m, nb)  # du, d delta (and dz), back to rows
                 _transpose(io[5], ddelta[b, db0:db0 + nb, s0:s0 + m], m, nb)
                 if gate:

@@ -10,7 +10,16 @@ import warnings
 import numpy as np
 import torch
 
-__all__ = ["Flusher", "child_env", "log", "machine", "nanmedian", "time_calls", "time_round_robin"]
+__all__ = [
+    "Flusher",
+    "child_env",
+    "last_level_cache_bytes",
+    "log",
+    "machine",
+    "nanmedian",
+    "time_calls",
+    "time_round_robin",
+]
 
 
 def log(progress: bool, msg: str) -> None:
@@ -19,14 +28,40 @@ def log(progress: bool, msg: str) -> None:
         print(f"[bench scan] {msg}", file=sys.stderr, flush=True)
 
 
-class Flusher:
-    """Touches a 64 MiB buffer so that the next measurement starts with cold caches."""
+def last_level_cache_bytes(default: int = 32 * 2**20) -> int:
+    """Size of the largest CPU cache Linux reports for CPU 0 (``/sys/devices/system/cpu/cpu0/cache``), or
+    ``default`` where it reports none (another OS, a container without sysfs)."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    best = 0
+    try:
+        for entry in os.listdir(base):
+            if not entry.startswith("index"):
+                continue
+            with open(os.path.join(base, entry, "size")) as f:
+                text = f.read().strip()
+            units = {"K": 2**10, "M": 2**20, "G": 2**30}
+            best = max(best, int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+    except (OSError, ValueError):
+        return default
+    return best or default
 
-    def __init__(self):
-        self.buf = torch.zeros(16 * 2**20)
+
+class Flusher:
+    """Reads a buffer twice the last-level cache (at least 64 MiB, at most 1 GiB) so that the next measurement
+    starts from memory, not from cache.
+
+    A fixed 64 MiB was not enough on a 300 MiB-L3 Xeon: the short linear_scan case (48 MiB) then ran partly from
+    L3, and its bandwidth reference measured 50 GB/s in one process and 25 in the next. Reading, not writing, leaves
+    no dirty lines of the buffer for the timed call to write back.
+    """
+
+    def __init__(self, nbytes: int | None = None):
+        if nbytes is None:
+            nbytes = min(max(64 * 2**20, 2 * last_level_cache_bytes()), 2**30)
+        self.buf = torch.ones(nbytes // 4)
 
     def __call__(self):
-        self.buf.add_(1.0)
+        self.buf.sum()
 
 
 def time_calls(fn, flush, repeats: int, budget_s: float = 3.0, setup=None, warmup: bool = False) -> list[float]:

@@ -28,10 +28,12 @@ def log(progress: bool, msg: str) -> None:
         print(f"[bench scan] {msg}", file=sys.stderr, flush=True)
 
 
-def last_level_cache_bytes(default: int = 32 * 2**20) -> int:
-    """Size of the largest CPU cache Linux reports for CPU 0 (``/sys/devices/system/cpu/cpu0/cache``), or
-    ``default`` where it reports none (another OS, a container without sysfs)."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
+_SIZE_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def last_level_cache_bytes(default: int = 32 * 2**20, base: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Size of the largest CPU cache Linux reports for CPU 0 (``index*/size`` under ``base``, e.g. ``307200K``), or
+    ``default`` where it reports none or something unreadable (another OS, a container without sysfs)."""
     best = 0
     try:
         for entry in os.listdir(base):
@@ -39,8 +41,8 @@ def last_level_cache_bytes(default: int = 32 * 2**20) -> int:
                 continue
             with open(os.path.join(base, entry, "size")) as f:
                 text = f.read().strip()
-            units = {"K": 2**10, "M": 2**20, "G": 2**30}
-            best = max(best, int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+            size = int(text[:-1]) * _SIZE_UNITS[text[-1]] if text[-1:] in _SIZE_UNITS else int(text)
+            best = max(best, size)
     except (OSError, ValueError):
         return default
     return best or default

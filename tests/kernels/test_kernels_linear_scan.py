@@ -229,6 +229,34 @@ def test_out_argument_row_fast_path(monkeypatch, dtype, reverse):
         assert torch.equal(got, linear_scan(*args, reverse=reverse, backend="numba", **kw))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_row_kernel_lengths_around_vectors_and_chunks(dtype, reverse):
+    """The time-contiguous row kernel runs whole 64-byte vectors in chunks, then a scalar tail: lengths on both sides
+    of a vector (16 float32, 8 float64), of a chunk (64 float32) and of several chunks match a float64 sequential
+    scan from a non-zero h0, and the scalar blocked kernel (which a strided row takes) gives the same values."""
+    import numpy as np
+
+    from kernels._numba import linear_scan as nk
+
+    rng = np.random.default_rng(1)
+    tol = TOL[dtype]
+    for n_t in (1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 130, 1000):
+        a = (rng.random((3, n_t)) * 0.5 + 0.5).astype(np.float64)
+        b = rng.standard_normal((3, n_t))
+        h0 = rng.standard_normal(3)
+        ref = np.empty_like(b)
+        nk.scan_rows_simple(a, b, h0, ref, reverse)
+        np_dtype = np.float32 if dtype == torch.float32 else np.float64
+        a_, b_, h0_ = a.astype(np_dtype), b.astype(np_dtype), h0.astype(np_dtype)
+        out = np.full_like(b_, np.nan)
+        nk.scan_rows_forward(a_, b_, h0_, out, reverse)
+        assert np.abs(out - ref).max() <= tol * np.abs(ref).max(), n_t
+        out2 = np.full((3, 2 * n_t), np.nan, np_dtype)[:, ::2]  # a strided output row: the scalar blocked kernel
+        nk.scan_rows_forward(a_, b_, h0_, out2, reverse)
+        assert np.abs(out2 - ref).max() <= tol * np.abs(ref).max(), n_t
+
+
 def test_bad_inputs():
     a, b = torch.rand(2, 3, 8), torch.randn(2, 3, 8)
     with pytest.raises(ValueError, match=r"\(2, 4, 8\).*\(2, 3, 8\)"):

@@ -13,7 +13,10 @@ every layout without copies:
   ``(A_j, B_j)``, which does not depend on the incoming state, and then ``h = A_j * h_in + B_j``. Only one
   multiply-add per block sits on the loop-carried chain; the out-of-order core overlaps the blocks, so one row
   streams at close to memory bandwidth. Each row is read as one contiguous stream, so power-of-two row pitches do
-  not make interleaved streams collide (4K aliasing), and traffic stays 12 bytes per float32 element.
+  not make interleaved streams collide (4K aliasing), and traffic stays 12 bytes per float32 element. Contiguous
+  float32/float64 rows take a vector form of the same idea, forward and adjoint: each 64-byte vector is combined by
+  a Hillis-Steele scan in registers, and one vector multiply-add carries the state on (:func:`_make_vec_scan`,
+  :func:`_make_vec_adjoint`); complex and strided rows take the scalar blocked chains.
 
 The row kernels take 1-D views in *processing order*: a reverse scan passes ``x[::-1]`` views (a negative stride),
 so one body serves both directions.
@@ -101,6 +104,112 @@ def _lanes(typingctx, arr):
     return types.intp(arr), codegen
 
 
+def _vec_parts(context, builder, dtype, width, descending):
+    """LLVM pieces shared by the vector row kernels: the vector type, the Hillis-Steele rounds (shuffle mask and
+    kept lanes per round), the fused multiply-add and the shuffle that broadcasts the lane carrying the state on."""
+    i32 = ir.IntType(32)
+    vty = ir.VectorType(context.get_value_type(dtype), width)
+    rounds = []
+    d = 1
+    while d < width:  # lane i combines with lane i - d (ascending) or i + d (descending)
+        src = [i + d if descending else i - d for i in range(width)]
+        keep = [0 <= j < width for j in src]
+        mask = ir.Constant(ir.VectorType(i32, width), [j if k else width for j, k in zip(src, keep)])
+        rounds.append((mask, ir.Constant(ir.VectorType(ir.IntType(1), width), keep)))
+        d *= 2
+    fma_fn = builder.module.declare_intrinsic(
+        f"llvm.fma.v{width}f{dtype.bitwidth}", fnty=ir.FunctionType(vty, [vty, vty, vty])
+    )
+    edge = 0 if descending else width - 1  # the lane that carries the state to the next vector
+    splat_edge = ir.Constant(ir.VectorType(i32, width), [edge] * width)
+    return vty, rounds, fma_fn, splat_edge
+
+
+def _vec_combine(builder, a, b, rounds, fma_fn):
+    """Prefix-combine the affine maps ``(a_i, b_i)`` of one vector in registers: returns ``(A, B)`` with lane ``i``
+    the composition of the lanes before it (in scan order) and itself. Lanes with nothing ``d`` before them are
+    kept as they are (a select, not a shifted-in identity, so ``inf * 0`` cannot make a NaN the sequential scan
+    would not)."""
+    zero = ir.Constant(a.type, None)
+    for mask, keep in rounds:
+        b_sh = builder.shuffle_vector(b, zero, mask)
+        a_sh = builder.shuffle_vector(a, zero, mask)
+        b = builder.select(keep, builder.call(fma_fn, [a, b_sh, b]), b)
+        a = builder.select(keep, builder.fmul(a, a_sh), a)
+    return a, b
+
+
+def _vec_state_slot(builder, vty, h_v):
+    """A stack slot (promoted to a register by LLVM) holding ``h_v`` broadcast to every lane."""
+    i32 = ir.IntType(32)
+    undef = ir.Constant(vty, ir.Undefined)
+    slot = cgutils.alloca_once(builder, vty)
+    first = builder.insert_element(undef, h_v, ir.Constant(i32, 0))
+    builder.store(builder.shuffle_vector(first, undef, ir.Constant(ir.VectorType(i32, vty.count), [0] * vty.count)),
+                  slot)  # fmt: skip
+    return slot
+
+
+def _vec_typing(arrs, start, n_vec, h):
+    """The element type of the vector kernels' 1-D arrays of one dtype, or None where they do not type."""
+    if not all(isinstance(x, types.Array) and x.ndim == 1 for x in arrs) or len({x.dtype for x in arrs}) != 1:
+        return None
+    if not isinstance(start, types.Integer) or not isinstance(n_vec, types.Integer):
+        return None
+    return arrs[0].dtype if h == arrs[0].dtype else None
+
+
+def _vec_pointers(context, builder, signature, args, start_v):
+    """Pointers to element ``start_v`` of each array argument (all leading arguments that are arrays)."""
+    ptrs = []
+    for arty, arr_v in zip(signature.args, args):
+        if not isinstance(arty, types.Array):
+            break
+        ary = context.make_array(arty)(context, builder, arr_v)
+        ptrs.append(cgutils.get_item_pointer(context, builder, arty, ary, [start_v], wraparound=False))
+    return ptrs
+
+
+def _vec_offset(builder, index, width, descending):
+    """Element offset of the ``index``-th vector from the start: ``index * W`` up, ``-(index + 1) * W`` down."""
+    i64 = ir.IntType(64)
+    if descending:
+        return builder.mul(builder.add(index, ir.Constant(i64, 1)), ir.Constant(i64, -width))
+    return builder.mul(index, ir.Constant(i64, width))
+
+
+def _vec_loop(dtype, descending: bool, n_arrays: int, body):
+    """Codegen of a vector row kernel whose arguments are ``n_arrays`` 1-D arrays, ``start``, ``n_vec`` and a
+    state: a loop over ``n_vec`` whole vectors from element ``start`` (up, or down from it), the state kept
+    broadcast in a register. ``body(builder, ptr, off, state, fma_fn, rounds, align)`` emits one vector's work
+    (``ptr(i, shift)`` points array ``i`` at the vector's first element plus ``shift``) and returns the vector whose
+    edge lane carries the state on. Dtypes without a vector width process nothing and return the state."""
+    width = {types.float32: 16, types.float64: 8}.get(dtype, 0)
+
+    def codegen(context, builder, signature, args):
+        if width == 0:
+            return args[n_arrays + 2]
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        start_v = context.cast(builder, args[n_arrays], signature.args[n_arrays], types.int64)
+        nvec_v = context.cast(builder, args[n_arrays + 1], signature.args[n_arrays + 1], types.int64)
+        ptrs = _vec_pointers(context, builder, signature, args, start_v)
+        vty, rounds, fma_fn, splat_edge = _vec_parts(context, builder, dtype, width, descending)
+        undef = ir.Constant(vty, ir.Undefined)
+        slot = _vec_state_slot(builder, vty, args[n_arrays + 2])
+        with cgutils.for_range(builder, nvec_v) as loop:
+            off = _vec_offset(builder, loop.index, width, descending)
+
+            def ptr(i, shift=0):
+                at = builder.add(off, ir.Constant(i64, shift)) if shift else off
+                return builder.bitcast(builder.gep(ptrs[i], [at]), vty.as_pointer())
+
+            carry = body(builder, ptr, builder.load(slot), fma_fn, rounds, dtype.bitwidth // 8)
+            builder.store(builder.shuffle_vector(carry, undef, splat_edge), slot)
+        return builder.extract_element(builder.load(slot), ir.Constant(i32, 0))
+
+    return codegen
+
+
 def _make_vec_scan(descending: bool):
     @intrinsic
     def vec_scan(typingctx, av, bv, ov, start, n_vec, h):
@@ -108,80 +217,89 @@ def _make_vec_scan(descending: bool):
 
         Ascending: elements ``start .. start + n_vec * W``; descending: ``start - n_vec * W .. start`` from the top
         down (``h_t = a_t h_{t+1} + b_t``), so a reverse scan streams whole vectors too. Per vector of ``W`` elements
-        (one 64-byte line) the affine maps ``(a, b)`` are combined by a Hillis-Steele scan in registers: log2(W)
-        rounds of lane shifts, ``b_i <- a_i b_{i-d} + b_i`` then ``a_i <- a_i a_{i-d}``, the lanes below ``d`` kept
-        as they are (a select, not a shifted-in identity, so ``inf * 0`` cannot make a NaN the sequential scan would
-        not), then ``out = A h + B`` and ``h`` becomes the vector's last lane. Only that multiply-add and a lane
-        broadcast sit on the loop-carried chain: 0.46 ns an element against 0.63 for the scalar blocked chain, in
-        cache, on this lab's AVX-512 Xeon. Any other dtype processes nothing and returns ``h``.
+        (one 64-byte line) the affine maps ``(a, b)`` are combined by a Hillis-Steele scan in registers
+        (:func:`_vec_combine`: log2(W) rounds of lane shifts, ``b_i <- a_i b_{i-d} + b_i`` then
+        ``a_i <- a_i a_{i-d}``), then ``out = A h + B`` and ``h`` becomes the vector's last lane. Only that
+        multiply-add and a lane broadcast sit on the loop-carried chain: 0.46 ns an element against 0.63 for the
+        scalar blocked chain, in cache, on this lab's AVX-512 Xeon. Any other dtype processes nothing and returns
+        ``h``.
         """
-        arrs = (av, bv, ov)
-        if not all(isinstance(x, types.Array) and x.ndim == 1 for x in arrs) or len({x.dtype for x in arrs}) != 1:
+        dtype = _vec_typing((av, bv, ov), start, n_vec, h)
+        if dtype is None:
             return None
-        if not isinstance(start, types.Integer) or not isinstance(n_vec, types.Integer):
-            return None
-        dtype = ov.dtype
-        if h != dtype:
-            return None
-        width = {types.float32: 16, types.float64: 8}.get(dtype, 0)
 
-        def codegen(context, builder, signature, args):
-            a_arr, b_arr, o_arr, start_v, nvec_v, h_v = args
-            if width == 0:
-                return h_v
-            i32, i64 = ir.IntType(32), ir.IntType(64)
-            vty = ir.VectorType(context.get_value_type(dtype), width)
-            align = dtype.bitwidth // 8
-            start_v = context.cast(builder, start_v, signature.args[3], types.int64)
-            nvec_v = context.cast(builder, nvec_v, signature.args[4], types.int64)
-            ptrs = []
-            for arty, arr_v in zip(signature.args[:3], (a_arr, b_arr, o_arr)):
-                ary = context.make_array(arty)(context, builder, arr_v)
-                ptrs.append(cgutils.get_item_pointer(context, builder, arty, ary, [start_v], wraparound=False))
-            rounds = []
-            d = 1
-            while d < width:  # lane i combines with lane i - d (ascending) or i + d (descending)
-                src = [i + d if descending else i - d for i in range(width)]
-                keep = [0 <= j < width for j in src]
-                mask = ir.Constant(ir.VectorType(i32, width), [j if k else width for j, k in zip(src, keep)])
-                rounds.append((mask, ir.Constant(ir.VectorType(ir.IntType(1), width), keep)))
-                d *= 2
-            undef = ir.Constant(vty, ir.Undefined)
-            zero = ir.Constant(vty, None)
-            fma_fn = builder.module.declare_intrinsic(
-                f"llvm.fma.v{width}f{dtype.bitwidth}", fnty=ir.FunctionType(vty, [vty, vty, vty])
-            )
-            edge = 0 if descending else width - 1  # the lane that carries the state to the next vector
-            splat_edge = ir.Constant(ir.VectorType(i32, width), [edge] * width)
-            h_slot = cgutils.alloca_once(builder, vty)  # promoted to a register by LLVM
-            h_first = builder.insert_element(undef, h_v, ir.Constant(i32, 0))
-            builder.store(builder.shuffle_vector(h_first, undef, ir.Constant(ir.VectorType(i32, width), [0] * width)),
-                          h_slot)  # fmt: skip
-            with cgutils.for_range(builder, nvec_v) as loop:
-                if descending:
-                    off = builder.mul(builder.add(loop.index, ir.Constant(i64, 1)), ir.Constant(i64, -width))
-                else:
-                    off = builder.mul(loop.index, ir.Constant(i64, width))
-                vp = [builder.bitcast(builder.gep(p, [off]), vty.as_pointer()) for p in ptrs]
-                a = builder.load(vp[0], align=align)
-                b = builder.load(vp[1], align=align)
-                for mask, keep in rounds:
-                    b_sh = builder.shuffle_vector(b, zero, mask)
-                    a_sh = builder.shuffle_vector(a, zero, mask)
-                    b = builder.select(keep, builder.call(fma_fn, [a, b_sh, b]), b)
-                    a = builder.select(keep, builder.fmul(a, a_sh), a)
-                o = builder.call(fma_fn, [a, builder.load(h_slot), b])
-                builder.store(o, vp[2], align=align)
-                builder.store(builder.shuffle_vector(o, undef, splat_edge), h_slot)
-            return builder.extract_element(builder.load(h_slot), ir.Constant(i32, 0))
+        def body(builder, ptr, h_vec, fma_fn, rounds, align):
+            a = builder.load(ptr(0), align=align)
+            b = builder.load(ptr(1), align=align)
+            a, b = _vec_combine(builder, a, b, rounds, fma_fn)
+            o = builder.call(fma_fn, [a, h_vec, b])
+            builder.store(o, ptr(2), align=align)
+            return o
 
-        return dtype(av, bv, ov, start, n_vec, h), codegen
+        return dtype(av, bv, ov, start, n_vec, h), _vec_loop(dtype, descending, 3, body)
 
     return vec_scan
 
 
+def _make_vec_adjoint(descending: bool):
+    @intrinsic
+    def vec_adjoint(typingctx, av, hv, gv, dav, dbv, start, n_vec, d):
+        """The adjoint of a scan over ``n_vec`` whole vectors of a contiguous float row, in memory coordinates;
+        returns the last gradient state.
+
+        Descending (the adjoint of an ascending scan ``h_t = a_t h_{t-1} + b_t``), elements
+        ``start - n_vec * W .. start`` from the top down: ``d_t = a_{t+1} d_{t+1} + g_t``, ``db_t = d_t``,
+        ``da_t = d_t h_{t-1}``. Ascending (the adjoint of a reverse scan): ``d_t = a_{t-1} d_{t-1} + g_t``,
+        ``da_t = d_t h_{t+1}``. The caller keeps the shifted loads of ``a`` and ``h`` inside the row (``start`` and
+        the last vector one element away from either end) and finishes the ends in scalar code. Each vector is one
+        :func:`_vec_combine` of ``(a shifted, g)``, one multiply-add with the carried state, and one product.
+        """
+        dtype = _vec_typing((av, hv, gv, dav, dbv), start, n_vec, d)
+        if dtype is None:
+            return None
+        shift = 1 if descending else -1  # a_{t+1} / a_{t-1}: the coefficient of the step that consumed d_t
+
+        def body(builder, ptr, d_vec, fma_fn, rounds, align):
+            a_sh = builder.load(ptr(0, shift), align=align)
+            a, b = _vec_combine(builder, a_sh, builder.load(ptr(2), align=align), rounds, fma_fn)
+            dv = builder.call(fma_fn, [a, d_vec, b])
+            builder.store(dv, ptr(4), align=align)
+            h_prev = builder.load(ptr(1, -shift), align=align)
+            builder.store(builder.fmul(dv, h_prev), ptr(3), align=align)
+            return dv
+
+        return dtype(av, hv, gv, dav, dbv, start, n_vec, d), _vec_loop(dtype, descending, 5, body)
+
+    return vec_adjoint
+
+
 _vec_scan_up = _make_vec_scan(False)
 _vec_scan_down = _make_vec_scan(True)
+_vec_adjoint_up = _make_vec_adjoint(False)
+_vec_adjoint_down = _make_vec_adjoint(True)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _prefetch_span(r1, r2, r3, w1, w2, lo, hi, line):
+    """Prefetch elements ``lo .. hi`` (a line apart) of three arrays to read and two to write; the row kernels of
+    three arrays name one twice (a second prefetch of a line costs next to nothing)."""
+    for k in range(lo, hi, line):
+        _prefetch_r(r1, k)
+        _prefetch_r(r2, k)
+        _prefetch_r(r3, k)
+        _prefetch_w(w1, k)
+        _prefetch_w(w2, k)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _prefetch_next(r1, r2, r3, w1, w2, p, n_lines, line):
+    """Prefetch the next ``n_lines`` lines of a row from element ``p`` on, within ``r1``'s length; returns where the
+    next call goes on."""
+    for _ in range(n_lines):
+        if p < r1.shape[0]:
+            _prefetch_span(r1, r2, r3, w1, w2, p, p + 1, line)
+            p += line
+    return p
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,22 +370,13 @@ def _row_forward_vec(av, bv, ov, h, pa, pb, po, reverse, prefetch):
     dist = _AHEAD_BYTES // bv.itemsize
     if reverse:
         own = n_t * bv.itemsize >= _OWN_ROW_BYTES
-        n_pf = pb.shape[0]
         p = 0
         e = n_t
         while e >= chunk:
             if own:  # a long row: its own lines, `dist` below, descending
-                for k in range(max(0, e - chunk - dist), max(0, e - dist), line):
-                    _prefetch_r(av, k)
-                    _prefetch_r(bv, k)
-                    _prefetch_w(ov, k)
+                _prefetch_span(av, bv, bv, ov, ov, max(0, e - chunk - dist), max(0, e - dist), line)
             elif prefetch:  # a short one: the next row, ascending, a line of it for each line of this one
-                for _ in range(chunk // line):
-                    if p < n_pf:
-                        _prefetch_r(pa, p)
-                        _prefetch_r(pb, p)
-                        _prefetch_w(po, p)
-                        p += line
+                p = _prefetch_next(pa, pb, pb, po, po, p, chunk // line, line)
             h = _vec_scan_down(av, bv, ov, e, chunk // width, h)
             e -= chunk
         n_vec = e // width
@@ -278,10 +387,7 @@ def _row_forward_vec(av, bv, ov, h, pa, pb, po, reverse, prefetch):
         return h
     t0 = 0
     while t0 + chunk <= n_t:
-        for k in range(t0 + dist, t0 + dist + chunk, line):  # a prefetch never faults, whatever the address
-            _prefetch_r(av, k)
-            _prefetch_r(bv, k)
-            _prefetch_w(ov, k)
+        _prefetch_span(av, bv, bv, ov, ov, t0 + dist, t0 + dist + chunk, line)  # never faults, whatever the address
         h = _vec_scan_up(av, bv, ov, t0, chunk // width, h)
         t0 += chunk
     n_vec = (n_t - t0) // width
@@ -294,7 +400,8 @@ def _row_forward_vec(av, bv, ov, h, pa, pb, po, reverse, prefetch):
 
 @njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
 def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
-    """Adjoint of one row, 1-D views in *backward* processing order (the forward order reversed).
+    """Adjoint of one row (complex or strided; contiguous float rows take :func:`_row_backward_vec`), 1-D views in
+    *backward* processing order (the forward order reversed).
 
     With ``d_s`` the total gradient reaching state ``s``: ``d_s = g_s + conj(a_{s-1}) d_{s-1}`` (``a_{s-1}`` is the
     coefficient of the step that consumed state ``s``), ``db_s = d_s``, ``da_s = d_s conj(h_prev)`` where ``h_prev``
@@ -350,6 +457,62 @@ def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
     return np.conj(av[n_t - 1]) * d
 
 
+@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
+def _row_backward_vec(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, reverse, prefetch):
+    """Adjoint of one contiguous float row with the vector kernel (:func:`_make_vec_adjoint`); returns ``dh0``.
+
+    Views are ascending (positive unit stride); ``reverse`` is the direction of the *forward* scan, so its adjoint
+    runs ascending and a forward scan's adjoint descending. The element at each end of the row, whose shifted
+    neighbour lies outside it, and the tail that fills no whole vector run in scalar code. Prefetches as in
+    :func:`_row_forward_vec`: ascending, the row's own lines :data:`_AHEAD_BYTES` ahead; descending, a long row's
+    own lines below, a short row's next row ``pa .. pdb`` ascending (with ``prefetch``).
+    """
+    n_t = gv.shape[0]
+    if n_t == 0:
+        return h0 * 0
+    width = _lanes(gv)
+    line = max(1, 64 // gv.itemsize)
+    chunk = max(width, _VCHUNK_BYTES // gv.itemsize)
+    dist = _AHEAD_BYTES // gv.itemsize
+    if reverse:  # forward h_t = a_t h_{t+1} + b_t: d_t = a_{t-1} d_{t-1} + g_t, da_t = d_t h_{t+1}, h_T = h0
+        d = gv[0]
+        dbv[0] = d
+        dav[0] = d * (hv[1] if n_t > 1 else h0)
+        s = 1
+        while s + chunk <= n_t - 1:
+            _prefetch_span(av, hv, gv, dav, dbv, s + dist, s + dist + chunk, line)
+            d = _vec_adjoint_up(av, hv, gv, dav, dbv, s, chunk // width, d)
+            s += chunk
+        n_vec = max(0, n_t - 1 - s) // width
+        d = _vec_adjoint_up(av, hv, gv, dav, dbv, s, n_vec, d)
+        for t in range(s + n_vec * width, n_t):
+            d = av[t - 1] * d + gv[t]
+            dbv[t] = d
+            dav[t] = d * (hv[t + 1] if t + 1 < n_t else h0)
+        return av[n_t - 1] * d
+    # forward h_t = a_t h_{t-1} + b_t: d_t = a_{t+1} d_{t+1} + g_t, da_t = d_t h_{t-1}, h_{-1} = h0
+    d = gv[n_t - 1]
+    dbv[n_t - 1] = d
+    dav[n_t - 1] = d * (hv[n_t - 2] if n_t > 1 else h0)
+    own = n_t * gv.itemsize >= _OWN_ROW_BYTES
+    p = 0
+    e = n_t - 1
+    while e - chunk >= 1:
+        if own:  # a long row: its own lines, `dist` below, descending
+            _prefetch_span(av, hv, gv, dav, dbv, max(0, e - chunk - dist), max(0, e - dist), line)
+        elif prefetch:  # a short one: the next row, ascending, a line of it for each line of this one
+            p = _prefetch_next(pa, ph, pg, pda, pdb, p, chunk // line, line)
+        d = _vec_adjoint_down(av, hv, gv, dav, dbv, e, chunk // width, d)
+        e -= chunk
+    n_vec = (e - 1) // width if e >= 1 else 0
+    d = _vec_adjoint_down(av, hv, gv, dav, dbv, e, n_vec, d)
+    for t in range(e - n_vec * width - 1, -1, -1):
+        d = av[t + 1] * d + gv[t]
+        dbv[t] = d
+        dav[t] = d * (hv[t - 1] if t > 0 else h0)
+    return av[0] * d
+
+
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_rows_forward(a, b, h0, out, reverse):
     """Scan every row of ``(N, T)`` arrays along axis 1, rows in parallel: float rows with unit stride by the vector
@@ -388,9 +551,16 @@ def scan_rows_backward(a, h, g, h0, da, db, dh0, reverse):
         reverse: the direction of the *forward* scan.
     """
     n_rows = g.shape[0]
+    size = g.itemsize
+    vec = _lanes(g) > 0 and a.strides[1] == size and h.strides[1] == size and g.strides[1] == size
+    vec = vec and da.strides[1] == size and db.strides[1] == size
     for n in prange(n_rows):
         m = min(n + 1, n_rows - 1)  # the row this thread most likely processes next
-        if reverse:  # the adjoint runs forwards through memory: hardware prefetch is enough
+        if vec:
+            dh0[n] = _row_backward_vec(
+                a[n], h[n], g[n], da[n], db[n], h0[n], a[m], h[m], g[m], da[m], db[m], reverse, m != n
+            )
+        elif reverse:  # the adjoint runs forwards through memory: hardware prefetch is enough
             dh0[n] = _row_backward(a[n], h[n], g[n], da[n], db[n], h0[n], a[m], h[m], g[m], da[m], db[m], False)
         else:
             dh0[n] = _row_backward(

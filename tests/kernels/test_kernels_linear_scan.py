@@ -257,6 +257,52 @@ def test_row_kernel_lengths_around_vectors_and_chunks(dtype, reverse):
         assert np.abs(out2 - ref).max() <= tol * np.abs(ref).max(), n_t
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_row_adjoint_lengths_around_vectors_and_chunks(dtype, reverse):
+    """The time-contiguous adjoint runs whole vectors with shifted loads of ``a`` and ``h``, its end elements and its
+    tail in scalar code: at lengths around a vector, a chunk and several chunks, da, db and dh0 match a float64
+    adjoint written out step by step, and the scalar blocked adjoint (which strided rows take) agrees."""
+    import numpy as np
+
+    from kernels._numba import linear_scan as nk
+
+    rng = np.random.default_rng(2)
+    tol = TOL[dtype]
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    for n_t in (1, 2, 7, 8, 9, 15, 16, 17, 18, 63, 64, 65, 66, 127, 128, 130, 1000):
+        a = rng.random((3, n_t)) * 0.5 + 0.5
+        b = rng.standard_normal((3, n_t))
+        g = rng.standard_normal((3, n_t))
+        h0 = rng.standard_normal(3)
+        h = np.empty_like(b)
+        nk.scan_rows_simple(a, b, h0, h, reverse)
+        da_ref, db_ref, dh0_ref = np.empty_like(b), np.empty_like(b), np.empty(3)
+        order = range(n_t) if reverse else range(n_t - 1, -1, -1)  # the adjoint runs against the scan
+        for r in range(3):
+            d = 0.0
+            nxt = None  # the step after t in scan order, whose coefficient carries d back to t
+            for t in order:
+                d = g[r, t] + (a[r, nxt] * d if nxt is not None else 0.0)
+                prev = t + 1 if reverse else t - 1
+                db_ref[r, t] = d
+                da_ref[r, t] = d * (h[r, prev] if 0 <= prev < n_t else h0[r])
+                nxt = t
+            dh0_ref[r] = a[r, nxt] * d
+        a_, h_, g_, h0_ = (x.astype(np_dtype) for x in (a, h, g, h0))
+        outs = []
+        for pitch in (1, 2):  # unit stride (vector kernel), then strided rows (scalar blocked kernel)
+            da = np.full((3, pitch * n_t), np.nan, np_dtype)[:, ::pitch]
+            db = np.full((3, pitch * n_t), np.nan, np_dtype)[:, ::pitch]
+            dh0 = np.full(3, np.nan, np_dtype)
+            nk.scan_rows_backward(a_, h_, g_, h0_, da, db, dh0, reverse)
+            for x, ref in ((da, da_ref), (db, db_ref), (dh0, dh0_ref)):
+                assert np.abs(x - ref).max() <= tol * np.abs(ref).max(), (n_t, pitch)
+            outs.append((da, db, dh0))
+        for x, y in zip(*outs):
+            assert np.abs(x - y).max() <= tol * np.abs(y).max(), n_t
+
+
 def test_bad_inputs():
     a, b = torch.rand(2, 3, 8), torch.randn(2, 3, 8)
     with pytest.raises(ValueError, match=r"\(2, 4, 8\).*\(2, 3, 8\)"):

@@ -14,9 +14,9 @@ every layout without copies:
   multiply-add per block sits on the loop-carried chain; the out-of-order core overlaps the blocks, so one row
   streams at close to memory bandwidth. Each row is read as one contiguous stream, so power-of-two row pitches do
   not make interleaved streams collide (4K aliasing), and traffic stays 12 bytes per float32 element. Contiguous
-  float32/float64 rows take a vector form of the same idea, forward and adjoint: each 64-byte vector is combined by
-  a Hillis-Steele scan in registers, and one vector multiply-add carries the state on (:func:`_make_vec_scan`,
-  :func:`_make_vec_adjoint`); complex and strided rows take the scalar blocked chains.
+  float32/float64 rows take a vector form of the same idea, forward and adjoint: the elements of a vector register
+  are combined by a Hillis-Steele scan in registers, and one vector multiply-add carries the state on
+  (:func:`_make_vec_scan`, :func:`_make_vec_adjoint`); complex and strided rows take the scalar blocked chains.
 
 The row kernels take 1-D views in *processing order*: a reverse scan passes ``x[::-1]`` views (a negative stride),
 so one body serves both directions.
@@ -87,13 +87,43 @@ _prefetch_r = _make_prefetch(0)
 _prefetch_w = _make_prefetch(1)
 
 
+def _vector_bytes() -> int:
+    """Bytes in the vector row kernels' vectors: 64 where the CPU numba compiles for has AVX-512, else 0 (no vector
+    kernel: the scalar blocked chains). Numba's cache is keyed by the CPU's name and features, so machine code
+    compiled for one choice never loads on a machine that makes the other."""
+    from llvmlite import binding as llvm
+    from numba.core import config
+
+    if config.CPU_FEATURES is not None:
+        feats = config.CPU_FEATURES
+    elif config.CPU_NAME:  # a named target (e.g. 'generic' for portable caches): no host features assumed
+        feats = ""
+    else:
+        feats = llvm.get_host_cpu_features().flatten()
+    return 64 if "+avx512f" in feats.split(",") else 0
+
+
+# Bytes of the vector row kernels' vectors: one AVX-512 register (16 float32, 8 float64 lanes). Without AVX-512 the
+# rows take the scalar blocked chains: 32-byte vectors, measured on this lab's Xeon, ran the forward 4-5x slower
+# than the scalar chains (the adjoint alike), and a 64-byte vector split across two AVX2 registers would cross
+# their halves in every lane shift; neither was measured on an AVX2 machine.
+_VEC_BYTES = _vector_bytes()
+
+
+def _width(dtype, vec_bytes: int) -> int:
+    """Lanes of ``dtype`` in a vector of ``vec_bytes``; 0 for dtypes without a vector kernel (complex) and for
+    ``vec_bytes == 0`` (no vector kernel on this CPU)."""
+    return vec_bytes // (dtype.bitwidth // 8) if dtype in (types.float32, types.float64) else 0
+
+
 @intrinsic
 def _lanes(typingctx, arr):
-    """Elements of ``arr``'s dtype in a 64-byte vector (16 float32, 8 float64), 0 for dtypes without a vector row
-    kernel (complex): a compile-time constant, so the branch it selects costs nothing."""
+    """Elements of ``arr``'s dtype in a vector of the row kernels (:data:`_VEC_BYTES`: 16 float32 or 8 float64 with
+    AVX-512), 0 for dtypes without a vector row kernel (complex) or CPUs without one: a compile-time constant, so
+    the branch it selects costs nothing."""
     if not isinstance(arr, types.Array):
         return None
-    width = {types.float32: 16, types.float64: 8}.get(arr.dtype, 0)
+    width = _width(arr.dtype, _VEC_BYTES)
 
     def codegen(context, builder, signature, args):
         return context.get_constant(types.intp, width)
@@ -175,13 +205,14 @@ def _vec_offset(builder, index, width, descending):
     return builder.mul(index, ir.Constant(i64, width))
 
 
-def _vec_loop(dtype, descending: bool, n_arrays: int, body):
+def _vec_loop(dtype, descending: bool, n_arrays: int, body, vec_bytes: int):
     """Codegen of a vector row kernel whose arguments are ``n_arrays`` 1-D arrays, ``start``, ``n_vec`` and a
     state: a loop over ``n_vec`` whole vectors from element ``start`` (up, or down from it), the state kept
     broadcast in a register. ``body(builder, ptr, off, state, fma_fn, rounds, align)`` emits one vector's work
     (``ptr(i, shift)`` points array ``i`` at the vector's first element plus ``shift``) and returns the vector whose
-    edge lane carries the state on. Dtypes without a vector width process nothing and return the state."""
-    width = {types.float32: 16, types.float64: 8}.get(dtype, 0)
+    edge lane carries the state on. Vectors hold ``vec_bytes``; dtypes without a vector width process nothing and
+    return the state."""
+    width = _width(dtype, vec_bytes)
 
     def codegen(context, builder, signature, args):
         if width == 0:
@@ -207,14 +238,14 @@ def _vec_loop(dtype, descending: bool, n_arrays: int, body):
     return codegen
 
 
-def _make_vec_scan(descending: bool):
+def _make_vec_scan(descending: bool, vec_bytes: int = _VEC_BYTES):
     @intrinsic
     def vec_scan(typingctx, av, bv, ov, start, n_vec, h):
         """Scan ``n_vec`` whole vectors of a contiguous row from state ``h``; returns the last state.
 
         Ascending: elements ``start .. start + n_vec * W``; descending: ``start - n_vec * W .. start`` from the top
         down (``h_t = a_t h_{t+1} + b_t``), so a reverse scan streams whole vectors too. Per vector of ``W`` elements
-        (one 64-byte line) the affine maps ``(a, b)`` are combined by a Hillis-Steele scan in registers
+        (one register, :data:`_VEC_BYTES`) the affine maps ``(a, b)`` are combined by a Hillis-Steele scan
         (:func:`_vec_combine`: log2(W) rounds of lane shifts, ``b_i <- a_i b_{i-d} + b_i`` then
         ``a_i <- a_i a_{i-d}``), then ``out = A h + B`` and ``h`` becomes the vector's last lane. Only that
         multiply-add and a lane broadcast sit on the loop-carried chain: 0.46 ns an element against 0.63 for the
@@ -233,12 +264,12 @@ def _make_vec_scan(descending: bool):
             builder.store(o, ptr(2), align=align)
             return o
 
-        return dtype(av, bv, ov, start, n_vec, h), _vec_loop(dtype, descending, 3, body)
+        return dtype(av, bv, ov, start, n_vec, h), _vec_loop(dtype, descending, 3, body, vec_bytes)
 
     return vec_scan
 
 
-def _make_vec_adjoint(descending: bool):
+def _make_vec_adjoint(descending: bool, vec_bytes: int = _VEC_BYTES):
     @intrinsic
     def vec_adjoint(typingctx, av, hv, gv, dav, dbv, start, n_vec, d):
         """The adjoint of a scan over ``n_vec`` whole vectors of a contiguous float row, in memory coordinates;
@@ -265,7 +296,7 @@ def _make_vec_adjoint(descending: bool):
             builder.store(builder.fmul(dv, h_prev), ptr(3), align=align)
             return dv
 
-        return dtype(av, hv, gv, dav, dbv, start, n_vec, d), _vec_loop(dtype, descending, 5, body)
+        return dtype(av, hv, gv, dav, dbv, start, n_vec, d), _vec_loop(dtype, descending, 5, body, vec_bytes)
 
     return vec_adjoint
 

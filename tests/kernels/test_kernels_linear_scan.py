@@ -303,6 +303,69 @@ def test_row_adjoint_lengths_around_vectors_and_chunks(dtype, reverse):
             assert np.abs(x - y).max() <= tol * np.abs(y).max(), n_t
 
 
+def test_vector_kernels_called_directly():
+    """The vector intrinsics (64-byte vectors; the row kernels take them on AVX-512 CPUs, and LLVM splits them
+    elsewhere, so this runs on any CPU), called directly on an unaligned run of whole vectors, scan up and down and
+    run both adjoints as the step-by-step recurrences do, and return the carried state."""
+    import numpy as np
+    from numba import njit
+
+    from kernels._numba import linear_scan as nk
+
+    vec_bytes = 64
+    scan_up, scan_down = nk._make_vec_scan(False, vec_bytes), nk._make_vec_scan(True, vec_bytes)
+    adj_up, adj_down = nk._make_vec_adjoint(False, vec_bytes), nk._make_vec_adjoint(True, vec_bytes)
+    run = {
+        "scan_up": njit(lambda a, b, o, s, n, h: scan_up(a, b, o, s, n, h)),
+        "scan_down": njit(lambda a, b, o, s, n, h: scan_down(a, b, o, s, n, h)),
+        "adj_up": njit(lambda a, h, g, da, db, s, n, d: adj_up(a, h, g, da, db, s, n, d)),
+        "adj_down": njit(lambda a, h, g, da, db, s, n, d: adj_down(a, h, g, da, db, s, n, d)),
+    }
+    rng = np.random.default_rng(3)
+    for np_dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        w = vec_bytes // np.dtype(np_dtype).itemsize
+        n_vec, size = 5, 5 * w + 6
+        a = (rng.random(size) * 0.5 + 0.5).astype(np_dtype)
+        b, hh = rng.standard_normal(size).astype(np_dtype), rng.standard_normal(size).astype(np_dtype)
+        x0 = np_dtype(rng.standard_normal())
+        for name, start, idx in (
+            ("scan_up", 2, range(2, 2 + n_vec * w)),
+            ("scan_down", size - 3, range(size - 4, size - 4 - n_vec * w, -1)),
+            ("adj_up", 2, range(2, 2 + n_vec * w)),
+            ("adj_down", size - 3, range(size - 4, size - 4 - n_vec * w, -1)),
+        ):
+            out, da = np.full(size, np.nan, np_dtype), np.full(size, np.nan, np_dtype)
+            ref, da_ref = np.full(size, np.nan), np.full(size, np.nan)
+            x = float(x0)
+            step = 1 if idx.step > 0 else -1
+            for t in idx:
+                if name.startswith("scan"):
+                    x = float(a[t]) * x + float(b[t])
+                else:  # the coefficient of the step that consumed d_t; da from the forward predecessor
+                    x = float(a[t - step]) * x + float(b[t])
+                    da_ref[t] = x * float(hh[t + step])
+                ref[t] = x
+            if name.startswith("scan"):
+                last = run[name](a, b, out, start, n_vec, x0)
+            else:
+                last = run[name](a, hh, b, da, out, start, n_vec, x0)
+                np.testing.assert_allclose(da, da_ref, rtol=tol, atol=tol, equal_nan=True, err_msg=name)
+            np.testing.assert_allclose(out, ref, rtol=tol, atol=tol, equal_nan=True, err_msg=name)
+            assert abs(last - x) <= tol * max(1.0, abs(x)), name
+
+
+def test_vector_width_follows_the_compile_target(monkeypatch):
+    """Vector row kernels only where numba compiles for AVX-512 (a named target such as 'generic' assumes none)."""
+    from numba.core import config
+
+    from kernels._numba import linear_scan as nk
+
+    for name, feats, want in (("", "+avx,+avx2,+avx512f", 64), ("", "+avx,+avx2,-avx512f", 0), ("generic", None, 0)):
+        monkeypatch.setattr(config, "CPU_NAME", name)
+        monkeypatch.setattr(config, "CPU_FEATURES", feats)
+        assert nk._vector_bytes() == want, (name, feats)
+
+
 def test_bad_inputs():
     a, b = torch.rand(2, 3, 8), torch.randn(2, 3, 8)
     with pytest.raises(ValueError, match=r"\(2, 4, 8\).*\(2, 3, 8\)"):

@@ -16,15 +16,16 @@ every layout without copies:
   not make interleaved streams collide (4K aliasing), and traffic stays 12 bytes per float32 element. Contiguous
   float32/float64 rows take a vector form of the same idea, forward and adjoint: the elements of a vector register
   are combined by a Hillis-Steele scan in registers, and one vector multiply-add carries the state on
-  (:func:`_make_vec_scan`, :func:`_make_vec_adjoint`); complex and strided rows take the scalar blocked chains.
+  (:func:`_make_vec_scan`, :func:`_make_vec_adjoint`); complex and strided rows, and every row on a CPU without
+  AVX-512, take the scalar blocked chains.
 
 The row kernels take 1-D views in *processing order*: a reverse scan passes ``x[::-1]`` views (a negative stride),
 so one body serves both directions.
 
 Memory direction matters on this lab's CPUs: streaming memory backwards ran 2-3x slower than forwards (hardware
-prefetchers). A row that runs backwards therefore issues software prefetches: for its own lines below (a long row) or
-for the *next* row in ascending order (a short one),
-and the channels-last kernels prefetch whole rows ahead of their sweep, upwards or downwards.
+prefetchers). A row that runs backwards therefore issues software prefetches: for its own lines below (a long row)
+or for the *next* row in ascending order (a short one). The channels-last kernels prefetch whole rows ahead of their
+sweep, upwards or downwards.
 
 All kernels accept float32/64 and complex64/128 (the adjoint conjugates, as PyTorch's complex autograd expects).
 Compiled with ``cache=True``: a new process loads machine code from ``__pycache__`` instead of recompiling.
@@ -105,8 +106,9 @@ def _vector_bytes() -> int:
 
 # Bytes of the vector row kernels' vectors: one AVX-512 register (16 float32, 8 float64 lanes). Without AVX-512 the
 # rows take the scalar blocked chains: 32-byte vectors, measured on this lab's Xeon, ran the forward 4-5x slower
-# than the scalar chains (the adjoint alike), and a 64-byte vector split across two AVX2 registers would cross
-# their halves in every lane shift; neither was measured on an AVX2 machine.
+# than the scalar chains (for a reason not found; the adjoint ran near its 64-byte speed), and a 64-byte vector
+# split across two AVX2 registers would cross their halves in every lane shift; neither was measured on an AVX2
+# machine.
 _VEC_BYTES = _vector_bytes()
 
 
@@ -208,7 +210,7 @@ def _vec_offset(builder, index, width, descending):
 def _vec_loop(dtype, descending: bool, n_arrays: int, body, vec_bytes: int):
     """Codegen of a vector row kernel whose arguments are ``n_arrays`` 1-D arrays, ``start``, ``n_vec`` and a
     state: a loop over ``n_vec`` whole vectors from element ``start`` (up, or down from it), the state kept
-    broadcast in a register. ``body(builder, ptr, off, state, fma_fn, rounds, align)`` emits one vector's work
+    broadcast in a register. ``body(builder, ptr, state, fma_fn, rounds, align)`` emits one vector's work
     (``ptr(i, shift)`` points array ``i`` at the vector's first element plus ``shift``) and returns the vector whose
     edge lane carries the state on. Vectors hold ``vec_bytes``; dtypes without a vector width process nothing and
     return the state."""
@@ -434,8 +436,8 @@ def _row_forward_vec(av, bv, ov, h, pa, pb, po, reverse, prefetch):
 
 @njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
 def _row_backward(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, prefetch):
-    """Adjoint of one row (complex or strided; contiguous float rows take :func:`_row_backward_vec`), 1-D views in
-    *backward* processing order (the forward order reversed).
+    """Adjoint of one row (complex, strided, or any row without AVX-512; contiguous float rows on AVX-512 take
+    :func:`_row_backward_vec`), 1-D views in *backward* processing order (the forward order reversed).
 
     With ``d_s`` the total gradient reaching state ``s``: ``d_s = g_s + conj(a_{s-1}) d_{s-1}`` (``a_{s-1}`` is the
     coefficient of the step that consumed state ``s``), ``db_s = d_s``, ``da_s = d_s conj(h_prev)`` where ``h_prev``
@@ -550,7 +552,8 @@ def _row_backward_vec(av, hv, gv, dav, dbv, h0, pa, ph, pg, pda, pdb, reverse, p
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 def scan_rows_forward(a, b, h0, out, reverse):
     """Scan every row of ``(N, T)`` arrays along axis 1, rows in parallel: float rows with unit stride by the vector
-    kernel (:func:`_row_forward_vec`), others (complex, strided, a broadcast ``a``) by blocked scalar chains.
+    kernel (:func:`_row_forward_vec`) on AVX-512 CPUs, others (complex, strided, a broadcast ``a``, or any row on
+    other CPUs) by blocked scalar chains.
 
     Arguments:
         a, b: ``(N, T)`` coefficients and inputs (any strides).

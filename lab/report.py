@@ -579,13 +579,48 @@ table.claims td,table.claims th{border-top:1px solid #eee;text-align:left;vertic
 table.claims td.pass{color:#176f2c;font-weight:bold}table.claims td.fail{color:#b00020;font-weight:bold}
 table.claims td.report{color:#555}
 pre{background:#fbeaea;padding:.6rem;overflow-x:auto;font-size:.85rem}
-table.overview{border-collapse:collapse}table.overview td,table.overview th{padding:3px 10px;text-align:left}
+table.overview{border-collapse:collapse;width:100%;font-size:.92rem}
+table.overview td,table.overview th{padding:4px 8px;text-align:left;vertical-align:top;border-top:1px solid #eee}
+table.overview td.pass{color:#176f2c;font-weight:bold}table.overview td.fail{color:#b00020;font-weight:bold}
+table.overview small{color:#555}table.overview small.fail{color:#b00020}table.overview small.pass{color:#176f2c}
+table.claims small.pass{color:#176f2c}table.claims small.fail{color:#b00020}
 .row{display:flex;gap:1.2rem;align-items:flex-start;flex-wrap:wrap}.row>.claims-box{flex:1 1 520px;min-width:0}
 figure.headline{flex:0 0 auto;margin:.6rem 0 0 0;max-width:360px}
 figure.headline img{width:100%;height:auto;border:1px solid #eee;border-radius:4px}
 figure.headline figcaption{font-size:.8rem;color:#666}
 .reused{color:#666;font-size:.85rem}
 """
+
+
+def _headline_row(r: NotebookRun, badge: str) -> str:
+    """One row of the index's opening table: the method's headline claim, measured, control, competence, verdict."""
+    from lab.claims import VERDICT_CLASS, fmt
+
+    head = r.claims.headline if r.claims is not None else None
+    method = f'<td><a href="#{r.slug}">{html.escape(r.slug)}</a></td>'
+    timing = f"<td>{r.seconds:.1f} s{' (reused)' if r.reused else ''}</td>"
+    if head is None:
+        return f"<tr>{method}<td colspan='5'>no headline claim measured</td><td>{badge}</td>{timing}</tr>"
+    measured = fmt(head.measured) + (f" {head.unit}" if head.unit else "")
+    if head.per_seed and head.seeds_holding is not None:
+        measured += f" ({head.seeds_holding}/{len(head.per_seed)} seeds)"
+    if head.control_measured is not None:
+        control = f"{fmt(head.control_measured)} ({'passes' if head.control_passed else 'fails'})"
+        control += f"<br><small>{html.escape(head.control_label)}</small>" if head.control_label else ""
+    else:
+        control = f"none<br><small>{html.escape(head.control_why)}</small>"
+    for c in head.competence:
+        control += (f'<br><small class="{"pass" if c.passed else "fail"}">{html.escape(c.label)}: '
+                    f"{html.escape(fmt(c.measured))} (needs {html.escape(c.op)} {html.escape(fmt(c.threshold))})"
+                    f"</small>")
+    if head.control_analytic and not head.competence:
+        control += f"<br><small>analytic: {html.escape(head.control_analytic)}</small>"
+    return (
+        f"<tr>{method}<td><b>{html.escape(head.name)}</b><br><small>{html.escape(head.statement)}</small></td>"
+        f"<td>{html.escape(measured)}</td><td>{html.escape(head.op)} {html.escape(fmt(head.threshold))}</td>"
+        f"<td>{control}</td><td class='{VERDICT_CLASS[head.verdict]}'>{html.escape(head.verdict)}</td>"
+        f"<td>{badge}</td>{timing}</tr>"
+    )
 
 
 def render_index(summary: ReportSummary) -> str:
@@ -601,10 +636,7 @@ def render_index(summary: ReportSummary) -> str:
             text = r.claims.summary() if r.claims is not None else "no claims"
             badge = f'<span class="badge warn">{html.escape(text)}</span>'
         link = f'<a href="{html.escape(r.html)}">notebook</a>' if r.html else "no notebook output"
-        overview.append(
-            f'<tr><td><a href="#{r.slug}">{html.escape(r.slug)}</a></td>'
-            f"<td>{r.seconds:.1f} s{' (reused)' if r.reused else ''}</td><td>{badge}</td></tr>"
-        )
+        overview.append(_headline_row(r, badge))
         body = r.claims.to_html() if r.claims is not None else ""
         err = f"<pre>{html.escape(r.error)}</pre>" if r.error else ""
         figure = ""
@@ -623,7 +655,9 @@ def render_index(summary: ReportSummary) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>recurrent-lab report</title>"
         f"<style>{_CSS}</style></head><body><h1>recurrent-lab report</h1>"
         f"<p class='sub'>profile <b>{html.escape(summary.profile)}</b> · generated {now}</p>"
-        "<table class='overview'><tr><th>method</th><th>run time</th><th>status</th></tr>"
+        "<h2>The headlines: each paper's central claim at this profile</h2>"
+        "<table class='overview'><tr><th>method</th><th>headline claim</th><th>measured</th><th>required</th>"
+        "<th>control (competence)</th><th>verdict</th><th>all claims</th><th>run time</th></tr>"
         + "".join(overview)
         + "</table>"
         + "".join(sections)

@@ -1,5 +1,6 @@
 """Claims evaluate from a Dataset alone; results save atomically with provenance and load back."""
 
+import dataclasses
 import json
 import math
 
@@ -8,7 +9,16 @@ import pytest
 import xarray as xr
 
 from lab import results
-from lab.claims import Claim, ClaimsTable, evaluate, over_seeds
+from lab.claims import (
+    MIN_SEED_SHARE,
+    SEED_SHARE_UNIT,
+    Claim,
+    ClaimsTable,
+    Competence,
+    evaluate,
+    over_seeds,
+    seed_share,
+)
 
 
 def _ds(value, control=None):
@@ -139,3 +149,78 @@ def test_provenance_attrs():
     for key in ("config", "versions", "git_revision", "device", "wall_time_s", "created"):
         assert key in ds.attrs
     assert json.loads(ds.attrs["versions"])["numpy"]
+
+
+# competence: a control that never learned its task proves nothing
+
+def _competence(bar=0.9, **kw):
+    base = dict(label="the control at its training length", measure=lambda ds: float(ds.control_id), op=">=",
+                threshold=bar, threshold_source="the task's in-distribution bar")
+    return Competence(**(base | kw))
+
+
+def _ds_competence(value, control, control_id):
+    ds = _ds(value, control=control)
+    ds["control_id"] = ((), control_id)
+    return ds
+
+
+def test_a_control_that_fails_its_competence_check_gives_control_not_competent():
+    claim = _claim(competence=_competence())
+    res = claim.evaluate(_ds_competence(0.05, 0.5, control_id=0.11))  # the claim passes, the control fails, ...
+    assert res.verdict == "control not competent" and not res.passed and not res.ok  # ... but never learned
+    assert res.competent is False and res.competence[0].measured == pytest.approx(0.11)
+    good = claim.evaluate(_ds_competence(0.05, 0.5, control_id=0.98))
+    assert good.verdict == "holds" and good.competent is True
+
+
+def test_competence_does_not_rescue_a_failing_measurement_nor_a_passing_control():
+    claim = _claim(competence=_competence())
+    assert claim.evaluate(_ds_competence(0.5, 0.6, control_id=0.11)).verdict == "fails"
+    assert claim.evaluate(_ds_competence(0.5, 0.6, control_id=0.99)).verdict == "fails"
+    assert claim.evaluate(_ds_competence(0.05, 0.01, control_id=0.99)).verdict == "does not discriminate"
+
+
+def test_every_competence_check_must_pass_ties_and_nan_fail():
+    claim = _claim(competence=(_competence(), _competence(label="a baseline", measure=lambda ds: 0.9)))
+    res = claim.evaluate(_ds_competence(0.05, 0.5, control_id=0.95))
+    assert res.verdict == "control not competent"  # the baseline sits on its bar: a tie fails
+    assert [c.passed for c in res.competence] == [True, False]
+    nan = _claim(competence=_competence(measure=lambda ds: ds.missing)).evaluate(_ds(0.05, control=0.5))
+    assert nan.verdict == "control not competent" and "could not be measured" in nan.competence[0].detail
+
+
+def test_competence_travels_in_to_dict_text_and_html():
+    res = _claim(competence=_competence(), headline=True).evaluate(_ds_competence(0.05, 0.5, control_id=0.11))
+    d = res.to_dict()
+    assert d["verdict"] == "control not competent" and d["competent"] is False and d["headline"] is True
+    (c,) = d["competence"]
+    assert c["measured"] == pytest.approx(0.11) and c["threshold"] == 0.9 and c["passed"] is False
+    assert c["threshold_source"] == "the task's in-distribution bar"
+    json.dumps(d)
+    table = ClaimsTable([res])
+    assert table.headline is res
+    assert "NOT competent" in table.to_text() and "small*" in table.to_text()
+    assert "NOT competent" in table.to_html() and "(headline)" in table.to_html()
+    assert table.to_frame()["competence"][0].startswith("the control at its training length: 0.11")
+
+
+def test_an_analytic_control_says_so_instead_of_a_competence_check():
+    res = _claim(control_analytic="random selection has nothing to learn").evaluate(_ds(0.05, control=0.5))
+    assert res.verdict == "holds" and res.competent is None
+    assert "analytic control: random selection" in ClaimsTable([res]).to_text()
+
+
+def test_a_headline_claim_is_never_a_report_row():
+    with pytest.raises(ValueError, match="headline"):
+        _claim(headline=True, report=True)
+
+
+def test_seed_share_counts_the_seeds_that_hold():
+    m = seed_share([1, 1, 0, 1, 1], "4 of 5")
+    assert m.value == pytest.approx(0.8) and m.per_seed == (1.0, 1.0, 0.0, 1.0, 1.0)
+    claim = _claim(measure=lambda ds: m, op=">", threshold=MIN_SEED_SHARE, unit=SEED_SHARE_UNIT,
+                   control=lambda ds: seed_share([1, 0, 1, 1, 0]), control_analytic="a coin")
+    assert claim.evaluate(xr.Dataset()).verdict == "holds"  # 4 of 5 passes, 3 of 5 does not
+    two_of_three = dataclasses.replace(claim, measure=lambda ds: seed_share([1, 1, 0]))
+    assert two_of_three.evaluate(xr.Dataset()).verdict == "fails"

@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 from lab import notebooks, registry
-from lab.claims import VERDICTS
+from lab.claims import MIN_SEED_SHARE, SEED_SHARE_UNIT, VERDICTS
 from lab.config import PROFILE_NAMES, BaseConfig, field_specs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,6 +186,39 @@ def test_claims_have_controls_and_never_pass_on_ties(slug):
 
 
 @pytest.mark.parametrize("slug", SLUGS)
+def test_one_headline_claim_a_verdict(slug):
+    heads = [c.name for c in registry.get(slug).claim_list if c.headline]
+    assert len(heads) == 1, f"{slug}: headline claims {heads}; exactly one is the paper's central result"
+    (head,) = [c for c in registry.get(slug).claim_list if c.headline]
+    assert not head.report, f"{slug}.{head.name}: the headline is a verdict, never a report row"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_control_is_competent_or_analytic(slug):
+    """A learned control (or learned baseline) carries a competence check; an analytic one says why it needs none."""
+    for claim in registry.get(slug).claim_list:
+        if claim.report or claim.control is None:
+            continue
+        assert claim.competence or claim.control_analytic, \
+            f"{slug}.{claim.name}: its control states neither a competence check nor why it is analytic"
+        assert not (claim.competence and claim.control_analytic), \
+            f"{slug}.{claim.name}: a control is learned (competence) or analytic, not both"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_seed_majority_bars_are_not_passed_by_chance(slug):
+    """A claim counted in seeds requires more than 3/4 of them (4 of 5): a coin passes 'most seeds' too often."""
+    for claim in registry.get(slug).claim_list:
+        words = f"{claim.statement} {claim.threshold_source}".lower()
+        counted = claim.unit == SEED_SHARE_UNIT or "majority of seeds" in words or "most seeds" in words
+        if not counted or claim.report:
+            continue
+        assert claim.unit == SEED_SHARE_UNIT, f"{slug}.{claim.name}: a seed count is measured with seed_share"
+        assert claim.op in (">", ">=") and claim.threshold >= MIN_SEED_SHARE, \
+            f"{slug}.{claim.name}: {claim.op} {claim.threshold} of seeds; at least > {MIN_SEED_SHARE} (4 of 5)"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
 def test_ci_run_is_documented_and_measurable(slug, ci_result):
     res = ci_result(slug)
     ds = res.data
@@ -199,6 +232,8 @@ def test_ci_run_is_documented_and_measurable(slug, ci_result):
         if r.control_why == "" and not r.verdict == "reported":
             assert r.control_measured is not None and np.isfinite(r.control_measured), \
                 f"{slug}.{r.name}: the ci run does not produce the control value ({r.control_detail})"
+        for c in r.competence:
+            assert math.isfinite(c.measured), f"{slug}.{r.name}: competence '{c.label}' not finite at ci: {c.detail}"
 
 
 def test_unknown_method_lists_known():

@@ -39,6 +39,21 @@ def test_report_exit_code_and_index(report_dir):
     assert "verdict" in index
 
 
+def test_index_opens_with_every_methods_headline(report_dir):
+    """The index opens with one row per method: its headline claim, measured, control, verdict; tables follow."""
+    import json
+
+    folder, _ = report_dir
+    index = (folder / "index.html").read_text()
+    opening = index[: index.index("<section")]
+    assert "The headlines" in opening
+    summary = json.loads((folder / "summary.json").read_text())
+    for m in summary["methods"]:
+        (head,) = [c for c in m["claims"] if c["headline"]]
+        assert f'href="#{m["slug"]}"' in opening and f"<b>{head['name']}</b>" in opening
+        assert f">{head['verdict']}</td>" in opening
+
+
 @pytest.mark.parametrize("slug", registry.slugs())
 def test_papermill_lists_every_config_field_with_its_doc(slug):
     """`papermill --help-notebook` reads the parameters cell: every Config field, defaulting to None."""

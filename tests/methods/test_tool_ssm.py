@@ -183,15 +183,19 @@ def test_ci_run_has_the_documented_dims(ci_result):
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
-def _ds(tool=100.0, cot=0.0, transformer=40.0, seeds=2):
+def _ds(tool=100.0, cot=0.0, transformer=40.0, seeds=2, cot_in=95.0, tool_in=100.0):
+    """A synthetic run: ``cot_in`` / ``tool_in`` are the SSMs' exact match at train_max (their competence)."""
     lengths = [5, 10, 20, 100]
     models, regimes = list(KINDS), ["tool", "cot"]
     exact = np.zeros((1, len(models), 2, seeds, len(lengths)))
     exact[0, :, 0] = tool
     exact[0, :, 1] = cot
-    exact[0, :, 1, :, :2] = 90.0  # in distribution the control is fine
+    exact[0, :, 1, :, :2] = cot_in
     exact[0, models.index("transformer"), 0] = transformer
-    return xr.Dataset({"exact": (("task", "model", "regime", "seed", "length"), exact)},
+    in_dist = np.stack([np.full((len(models), seeds), tool_in), np.full((len(models), seeds), cot_in)], 1)[None]
+    dims4 = ("task", "model", "regime", "seed")
+    return xr.Dataset({"exact": ((*dims4, "length"), exact), "exact_train_max": (dims4, in_dist),
+                       "digits_train_max": (dims4, in_dist), "final_loss": (dims4, np.full(in_dist.shape, 0.1))},
                       coords={"task": ["add"], "model": models, "regime": regimes, "seed": np.arange(seeds),
                               "length": lengths},
                       attrs={"train_max": 10, "claim_length": 100})
@@ -207,9 +211,16 @@ def test_claims_hold_with_the_papers_effect_and_their_controls_fail():
     v = _verdicts(_ds())
     for name in ("mamba_tool_generalises", "lru_tool_generalises", "no_tool_collapses"):
         assert v[name].verdict == "holds", (name, v[name])
-        assert v[name].control_passed is False
+        assert v[name].control_passed is False and v[name].competent
     assert v["transformer_vs_ssm"].verdict == "reported" and v["transformer_vs_ssm"].measured == -60.0
     assert v["mamba_mul_tool"].verdict == "reported" and np.isnan(v["mamba_mul_tool"].measured)  # no 'mul' run
+    assert [c.name for c in _claims() if c.headline] == ["mamba_tool_generalises"]
+
+
+def _claims():
+    from lab.methods.tool_ssm.claims import CLAIMS
+
+    return CLAIMS
 
 
 def test_claims_fail_or_do_not_discriminate():
@@ -220,3 +231,29 @@ def test_claims_fail_or_do_not_discriminate():
     assert v["mamba_tool_generalises"].verdict == "fails"
     v = _verdicts(_ds(tool=5.0))  # with the tool collapsing too, the collapse claim cannot tell
     assert v["no_tool_collapses"].verdict == "does not discriminate"
+
+
+def test_a_tool_less_model_that_never_learned_addition_proves_nothing():
+    """The issue's quick run: the chain-of-thought control at 0% inside its training range."""
+    v = _verdicts(_ds(cot_in=0.0))
+    for name in ("mamba_tool_generalises", "lru_tool_generalises", "no_tool_collapses"):
+        assert v[name].verdict == "control not competent", (name, v[name])
+        assert v[name].competence[0].measured == 0.0 and not v[name].competence[0].passed
+    v = _verdicts(_ds(cot_in=90.0))  # a tie with the competence bar never passes
+    assert v["mamba_tool_generalises"].verdict == "control not competent"
+    ds = _ds(cot_in=95.0)  # one seed of the LRU control never learned it: the worst seed decides
+    ds.exact_train_max.loc[dict(model="lru", regime="cot", seed=1)] = 20.0
+    v = _verdicts(ds)
+    assert v["mamba_tool_generalises"].verdict == "holds" and v["lru_tool_generalises"].verdict != "holds"
+    assert v["no_tool_collapses"].competence[0].measured == 20.0
+    v = _verdicts(_ds(tool_in=50.0))  # the tool models themselves unfit in distribution
+    assert not v["no_tool_collapses"].competence[1].passed
+    assert v["no_tool_collapses"].verdict == "control not competent"
+
+
+def test_ci_run_records_competence_inside_the_training_range(ci_result):
+    ds = ci_result("tool_ssm").data
+    assert ds.exact_train_max.dims == ("task", "model", "regime", "seed")
+    assert int(ds.attrs["train_max"]) in ds.length.values  # at ci the same problems as the length-2 test
+    np.testing.assert_array_equal(ds.exact_train_max.values, ds.exact.sel(length=int(ds.attrs["train_max"])).values)
+    assert (ds.digits_train_max >= ds.exact_train_max).all()

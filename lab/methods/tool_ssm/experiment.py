@@ -27,17 +27,27 @@ def _runs(cfg: Config) -> list[tuple[str, str]]:
             if r == "tool" or m in ("mamba", "lru") or not cfg.baselines_tool_only]
 
 
+def _in_distribution(cfg: Config, model, task: str, regime: str) -> tuple[float, float]:
+    """(exact match %, digit accuracy %) closed loop on ``n_test`` problems of ``train_max`` digits: inside the
+    training range, where a model that learned its task is right."""
+    n = cfg.train_max
+    s = score(rollout(model, task, regime, E.test_problems(task, n, cfg.n_test, cfg.seed), E.budget(task, regime, n)))
+    return s["exact"], s["digits"]
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train each (task, model, regime, seed) and test it closed loop at each length.
 
     Returns:
         Dataset with dims task, model, regime, seed, length: exact-match and digit accuracy, error tokens and
-        finished episodes (NaN where a pair was not trained); training loss, time and parameters.
+        finished episodes (NaN where a pair was not trained); training loss, time and parameters; exact-match and
+        digit accuracy at ``train_max`` digits (task, model, regime, seed), the models' competence where they were
+        trained (the same test problems as ``exact`` when ``train_max`` is a test length).
     """
     T, K, R, S, L = (len(cfg.tasks), len(cfg.models), len(cfg.regimes), len(cfg.seeds), len(cfg.test_lengths))
     out = {name: np.full((T, K, R, S, L), np.nan) for name in SCORES}
     eval_s = np.full((T, K, R, S, L), np.nan)
-    loss_end, train_s, params = (np.full((T, K, R, S), np.nan) for _ in range(3))
+    loss_end, train_s, params, in_exact, in_digits = (np.full((T, K, R, S), np.nan) for _ in range(5))
     pairs = _runs(cfg)
     bar = tqdm(total=T * len(pairs) * S, desc="tool_ssm models", disable=not progress)
     with threads(cfg.threads):
@@ -57,6 +67,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                         eval_s[t, k, r, s, j] = time.perf_counter() - start
                         for name, value in score(episodes).items():
                             out[name][t, k, r, s, j] = value
+                    in_exact[t, k, r, s], in_digits[t, k, r, s] = _in_distribution(cfg, tr.model, task, regime)
                     bar.update(1)
     bar.close()
     dims = ("task", "model", "regime", "seed", "length")
@@ -76,6 +87,11 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "train_time": (dims[:4], train_s, {"long_name": "training wall time (when trained, not loaded)",
                                                "units": "s"}),
             "n_params": (dims[:4], params, {"long_name": "trainable parameters", "units": "1"}),
+            "exact_train_max": (dims[:4], in_exact, {"long_name": "closed-loop exact match at train_max digits "
+                                                                  "(inside the training range: competence)",
+                                                     "units": "%"}),
+            "digits_train_max": (dims[:4], in_digits, {"long_name": "answer digits right at train_max digits "
+                                                                    "(inside the training range)", "units": "%"}),
         },
         coords={
             "task": ("task", list(cfg.tasks)),

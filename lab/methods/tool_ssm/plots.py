@@ -99,4 +99,11 @@ def discussion(ds: xr.Dataset) -> str:
     if tool is not None:
         best = str(tool.idxmax("model").values) if np.isfinite(tool.values).any() else "none"
         lines += ["", f"At {n} digits ({n // m}x the longest training problem) the best model with tools is {best}."]
+    if "exact_train_max" in ds and "cot" in ds.regime.values:  # the controls' competence inside the training range
+        task = ds.task.values[0]
+        cot = ds.exact_train_max.sel(task=task, regime="cot").min("seed")
+        parts = ", ".join(f"{k} {float(v):.0f}%" for k, v in zip(ds.model.values, cot.values) if np.isfinite(v))
+        lines += ["", f"Without the tool, exact match at {m} digits, inside the training range (worst seed): "
+                      f"{parts}. A tool-less model that never learned addition where it was trained proves nothing "
+                      "by failing beyond it: the claims then say 'control not competent'."]
     return "\n".join(lines)

@@ -51,8 +51,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Check the constructions, the counter grid, and train and test the one-layer models.
 
     Returns:
-        Dataset with dims construction, precision, length (hand-built checks); n, word (the counter grid);
-        language, kind, seed, factor (trained models). See each variable's long_name.
+        Dataset with dims construction, precision, length (hand-built checks; int8 is 8-bit fixed point for the
+        time-invariant controls); n, word (the counter grid); language, kind, seed, factor (trained models, with
+        their accuracy at the training length). See each variable's long_name.
     """
     names, precisions, lengths = list(M.CONSTRUCTIONS), list(M.PRECISIONS), check_lengths(cfg)
     shape = (len(names), len(precisions), len(lengths))
@@ -62,7 +63,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     seeds, kinds = list(cfg.seeds), list(M.CLASSES)
     tshape = (len(TRAINED_LANGUAGES), len(kinds), len(seeds), len(cfg.test_factors))
     acc_all, acc_beyond = np.full(tshape, np.nan), np.full(tshape, np.nan)
-    train_time, final_loss = (np.full(tshape[:3], np.nan) for _ in range(2))
+    train_time, final_loss, acc_train = (np.full(tshape[:3], np.nan) for _ in range(3))
     bar = tqdm(total=len(names) * len(lengths) + len(ns) + int(np.prod(tshape[:3])), desc="ssm_ltl",
                disable=not progress)
     with threads(cfg.threads):
@@ -91,6 +92,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                     tr = trained_model(cfg, language, kind, seed)
                     train_time[li, ki, si] = tr.meta.get("train_time_s", np.nan)
                     final_loss[li, ki, si] = float(np.mean(tr.curves["loss"][-10:]))
+                    task = test_task(cfg, language, cfg.train_length, seed)
+                    acc_train[li, ki, si] = accuracy(predict(tr.model, task.inputs)[0], task.targets)
                     for fi, factor in enumerate(cfg.test_factors):
                         task = test_task(cfg, language, cfg.train_length * factor, seed)
                         accept, _ = predict(tr.model, task.inputs)
@@ -107,7 +110,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     return xr.Dataset(
         {
             "wrong": (hand, wrong, {"long_name": "wrong prefix decisions over the sampled words (NaN: the "
-                                                 "construction has no such precision)", "units": "prefixes"}),
+                                                 "construction has no such precision; int8 of a gate in (0, 1): "
+                                                 "8-bit fixed point)", "units": "prefixes"}),
             "decisions": (hand, total, {"long_name": "prefix decisions checked (words x length)",
                                         "units": "prefixes"}),
             "first_failure": (hand, first, {"long_name": "first position (1-based) where some word's decision is "
@@ -127,6 +131,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                                                  "units": "s"}),
             "final_loss": (trained, final_loss, {"long_name": "mean training loss of the last 10 steps",
                                                  "units": "nats"}),
+            "accuracy_train": (trained, acc_train, {"long_name": "trained model: share of right prefix decisions on "
+                                                                 "test words of train_length letters (in "
+                                                                 "distribution: its competence)", "units": "1"}),
             "expressible": (("language", "kind"), expressible.astype(float),
                             {"long_name": "the paper: one fixed-width layer of this class can recognise the "
                                           "language (1) or cannot (0)", "units": "1"}),

@@ -7,7 +7,9 @@ trainable :class:`OneLayerSSM` learns tables ``gate[x]``, ``inc[x]`` of one gati
 Precision. ``float32`` runs the recurrence through :func:`kernels.linear_scan` (complex64 for rotations); ``int8``
 through :func:`kernels.saturating_scan` (``h_t = clamp(gate h_{t-1} + inc, -128, 127)``, exact integers): explicit
 fixed width, because float32 over short words behaves like unbounded precision (a decaying memory keeps every
-position apart until its values underflow). A construction whose gates are not integers has no int8 form.
+position apart until its values underflow). The time-invariant controls, whose gates lie strictly between 0 and 1,
+run in int8 as 8-bit fixed point (:func:`fixed_point_scan`: the same 256 states, scaled by a power of two); the
+complex rotations have no int8 form.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from torch import nn
 import kernels
 
 __all__ = ["CLASSES", "CONSTRUCTIONS", "PRECISIONS", "Construction", "OneLayerSSM", "Run", "build", "expressible",
-           "scan"]
+           "fixed_point_scan", "scan"]
 
 PRECISIONS = ("float32", "int8")
 #: the trainable gating classes: time-invariant complex diagonal; input-gated real diagonal in (0, 1) (sigmoid);
@@ -56,6 +58,27 @@ def scan(gate: np.ndarray, inc: np.ndarray, precision: str) -> np.ndarray:
     a = torch.as_tensor(np.array(np.moveaxis(gate, 1, -1)), dtype=torch.int64)  # (n, d, length)
     b = torch.as_tensor(np.array(np.moveaxis(inc, 1, -1)), dtype=torch.int64)
     return np.moveaxis(kernels.saturating_scan(a, b, bits=8).numpy(), -1, 1)
+
+
+def fixed_point_scan(gate: float, inc: np.ndarray, bound: float, bits: int = 8) -> np.ndarray:
+    """``h_t = gate h_{t-1} + inc_t`` from ``h = 0`` with a time-invariant real gate, in signed fixed point of
+    ``bits`` bits: the fewest integer bits that hold ``bound``, the rest fractional; every product rounded to the
+    nearest step (ties to even) and clamped to the range, as a ``bits``-bit accumulator does.
+
+    Arguments:
+        gate: the gate (a real number; rounded to the grid). inc: ``(n, length, d)`` increments.
+        bound: the largest ``|h_t|`` with exact numbers (it sets the split between integer and fractional bits).
+    Returns:
+        h ``(n, length, d)`` float64 holding the fixed-point values exactly (integers / 2^fractional bits).
+    """
+    frac = bits - 1 - max(0, math.ceil(math.log2(bound)))
+    scale, lo, hi = 2.0 ** frac, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    g, q = round(gate * scale), np.round(np.asarray(inc, dtype=np.float64) * scale)
+    out, h = np.empty_like(q), np.zeros(q.shape[:1] + q.shape[2:])
+    for t in range(q.shape[1]):
+        h = np.clip(np.round(g * h / scale) + q[:, t], lo, hi)
+        out[:, t] = h
+    return out / scale
 
 
 def _onehot(x: np.ndarray, k: int) -> np.ndarray:
@@ -103,11 +126,14 @@ def lti_since(x: np.ndarray, precision: str = "float32", decay: float = 0.4) -> 
 
     With exact reals the latest of a and c dominates (``λ^k > Σ_{i>k} λ^i`` for λ < 1/2), so this is right at every
     length; in float32 both memories underflow to 0 after a run of about ``log(1e-45) / log λ`` b's (≈ 113 at
-    λ = 0.4) and it rejects; in int8 the gate rounds to 0 and it forgets at once. The paper: time-invariant SSMs of
+    λ = 0.4) and it rejects; in int8 (8-bit fixed point, 6 fractional bits at λ = 0.4) they round to 0 after a run
+    of 6 b's. The run it gets right grows with the bits: a fixed width bounds it. The paper: time-invariant SSMs of
     fixed width cannot express Since."""
     oh = _onehot(x, 3)
-    gate = np.full((1, 1, 2), decay if precision == "float32" else float(round(decay)))
-    h = scan(gate, oh[..., [0, 2]], precision)
+    if precision == "int8":
+        h = fixed_point_scan(decay, oh[..., [0, 2]], 1.0 / (1.0 - decay))
+    else:
+        h = scan(np.full((1, 1, 2), decay), oh[..., [0, 2]], precision)
     return _run(h, ["h_a", "h_c"], (x != 2) & (h[..., 0] > h[..., 1]))
 
 
@@ -145,15 +171,29 @@ def decay_parity(x: np.ndarray, precision: str = "float32", gate: float = 0.9) -
     ``h_t = (1 - g^t) / (1 - g)`` is strictly increasing; the readout inverts it, t = log(1 - (1 - g) h) / log g,
     and accepts iff t is even. It is right while float32 still tells h_t from h_{t+1} (g^t above the resolution of
     float32 near 1 / (1 - g): ~115 steps at g = 0.9) and wrong after: a contracting gate forgets the length.
-    No int8 form (no integer lies in (0, 1))."""
+    In int8 (8-bit fixed point, 3 fractional bits at g = 0.9) the states reach their fixed point within a few dozen
+    steps; the readout is then the most generous one, a table from each state to the parity of the first position
+    that reached it, and is wrong on every other position once two positions share a state."""
+    if precision == "int8":
+        h = fixed_point_scan(gate, np.ones(x.shape + (1,)), 1.0 / (1.0 - gate))
+        return _run(h, ["decay"], _first_seen_parity(h[..., 0]))
     if precision != "float32":
-        raise ValueError("a gate in (0, 1) is not an integer: no int8 form")
+        raise ValueError(f"precision={precision!r} is not allowed; allowed: one of {PRECISIONS}")
     h = scan(np.full((1, 1, 1), gate), np.ones(x.shape + (1,)), precision)
     u = 1.0 - (1.0 - gate) * h[..., 0].astype(np.float32).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(u > 0, np.log(np.where(u > 0, u, 1.0)) / math.log(gate), np.nan)
     accept = np.isfinite(t) & (np.round(np.nan_to_num(t, nan=1.0)) % 2 == 0)
     return _run(h, ["decay"], accept)
+
+
+def _first_seen_parity(h: np.ndarray) -> np.ndarray:
+    """``(n, length)`` states -> accept iff the first position (1-based) of that word reaching the state is even."""
+    accept = np.empty(h.shape, dtype=bool)
+    for i, row in enumerate(h):
+        values, first = np.unique(row, return_index=True)
+        accept[i] = (first[np.searchsorted(values, row)] + 1) % 2 == 0
+    return accept
 
 
 def counter_anbncn(x: np.ndarray, precision: str = "float32") -> Run:
@@ -200,7 +240,7 @@ CONSTRUCTIONS: dict[str, Construction] = {
     "since": Construction("b_since_a", "input-gated, gates {0, 1}", PRECISIONS, since),
     "lti_since": Construction("b_since_a", "time-invariant, decay < 1/2", PRECISIONS, lti_since),
     "lti_rotation": Construction("aa_star", "time-invariant rotation by π", PRECISIONS, lti_rotation),
-    "decay_parity": Construction("aa_star", "gate in (0, 1), position decoded", ("float32",), decay_parity),
+    "decay_parity": Construction("aa_star", "gate in (0, 1), position decoded", PRECISIONS, decay_parity),
     "gated_rotation": Construction("mod_count", "input-gated rotation (negative / complex)", PRECISIONS,
                                    gated_rotation),
     "counter": Construction("anbncn", "counters A = 1 (two layers)", PRECISIONS, counter_anbncn),

@@ -158,11 +158,24 @@ def discussion(ds: xr.Dataset) -> str:
         f"- **(aa)\\*** by a rotation by π: float32 {_first(ds, 'lti_rotation', 'float32')}, int8 "
         f"{_first(ds, 'lti_rotation', 'int8')}. A gate {ds.attrs['decay_gate']:g} in (0, 1) with a readout that "
         f"decodes the length: float32 {_first(ds, 'decay_parity', 'float32')} (float32 at short lengths is not "
-        "fixed width; the contraction merges the states once they are closer than its resolution).",
+        "fixed width; the contraction merges the states once they are closer than its resolution), int8 (8-bit "
+        f"fixed point, the claims' control) {_first(ds, 'decay_parity', 'int8')}.",
         f"- **a^n b^n c^n** by counters: float32 accepts every member of the grid up to n = "
         f"{int(ds.n.values[(member.sel(precision='float32') == 1).values].max())}; int8 accepts members up to "
         f"n = {int(ints.max()) if ints.size else 0} (its range ends at 127).",
         f"- **Trained** (best seed, with the mean over {ds.sizes['seed']} seeds, accuracy beyond the training "
         f"length {ds.attrs['train_length']} at {factor}x): {cells}. Learnability is not expressibility: a class "
         "that can express a language may still not find the rule at one training length.",
-    ])
+    ] + ([_competence_line(ds)] if "accuracy_train" in ds else []))
+
+
+def _competence_line(ds: xr.Dataset) -> str:
+    """The trained controls' accuracy at the training length (worst seed): whether their failing beyond means
+    anything."""
+    pairs = (("aa_star", "gate01"), ("mod_count", "gate01"), ("b_since_a", "lti"))
+    acc = ds.accuracy_train.min("seed")
+    cells = "; ".join(f"{kind_style(k)['label']} on {lang} {float(acc.sel(language=lang, kind=k)):.2f}"
+                      for lang, k in pairs)
+    return (f"- **The trained controls at the training length {ds.attrs['train_length']}** (worst seed): {cells}. "
+            "Below 0.9 a control never fit the words it was trained on, and its failing beyond them proves nothing "
+            "(the claims say 'control not competent').")

@@ -134,9 +134,13 @@ def discussion(ds: xr.Dataset) -> str:
     cpu = at.train_cpu_time.sel(variant="wsc").values / at.train_cpu_time.sel(variant="replay").values
     return "\n".join([
         f"- **Accuracy** at memory share {share:g} (ACC, %): replay {spread_text(at.acc.sel(variant='replay'))}, WSC "
-        f"{spread_text(at.acc.sel(variant='wsc'))}; full retraining {spread_text(ds.joint_accuracy.mean('task'))}. "
-        f"WSC minus replay per seed: {gain('acc', 'wsc')}; a second replay run with another batch order minus "
-        f"replay: {gain('acc', 'replay_b')} (what chance alone moves).",
+        f"{spread_text(at.acc.sel(variant='wsc'))}, averaging only {spread_text(at.acc.sel(variant='swa'))}, reset "
+        f"only {spread_text(at.acc.sel(variant='reset'))}; full retraining "
+        f"{spread_text(ds.joint_accuracy.mean('task'))}, of which replay keeps "
+        f"{spread_text(at.acc.sel(variant='replay').values / ds.joint_accuracy.mean('task').values)} (the claims' "
+        f"competence check). WSC minus replay per seed: {gain('acc', 'wsc')}; WSC minus averaging only: "
+        f"{gain('acc', 'wsc', 'swa')}; a second replay run with another batch order minus replay: "
+        f"{gain('acc', 'replay_b')} (what chance alone moves).",
         f"- **WSC minus replay at each memory share** (mean over seeds, pt): {by_share}.",
         f"- **Memory against plasticity** (%): replay's newest-task accuracy falls from "
         f"{spread_text(ds.plasticity.sel(share=ds.share.min(), variant='replay'))} at memory share "

@@ -204,15 +204,21 @@ def test_ci_run_has_the_documented_dims(ci_result):
     np.testing.assert_allclose(ds.accuracy.sel(ratio=0.0), ds.accuracy_full.broadcast_like(
         ds.accuracy.sel(ratio=0.0)))
     np.testing.assert_allclose(ds.random_accuracy.mean("draw"), ds.accuracy.sel(score="random"))
+    assert ds.random_control_accuracy.dims == ("kind", "seed", "ratio")
+    np.testing.assert_allclose(ds.random_control_accuracy.sel(ratio=0.0), ds.accuracy_full)
+    assert sum(r.headline for r in res.claims) == 1 and res.claims["aire_prunes_half_for_under_a_point"].headline
+    for r in res.claims:  # the ci models (one epoch on 256 sequences) have not learned digits
+        assert r.verdict == "reported" or (r.competent is False and not r.passed)
     assert int(ds.states_kept.sel(ratio=0.95).min()) >= 1
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
 # --- the claims on synthetic Datasets ------------------------------------------------------------------------------
 def _ds(full=(98.0, 97.0), aire=(97.5, 96.5), random=(40.0, 40.0), magnitude=(60.0, 60.0), uniform=(96.0, 96.0),
-        last=(90.0, 90.0), seeds=3, draws=(38.0, 42.0)):
+        last=(90.0, 90.0), seeds=3, draws=(38.0, 42.0), control=None, dataset="digits"):
     """A run's Dataset with given accuracies per kind (lru, s5) at every ratio >= the headline, constant over seeds
-    but for a small seed-to-seed wiggle; ratio 0 is the unpruned model."""
+    but for a small seed-to-seed wiggle; ratio 0 is the unpruned model. ``control``: the independent random draw
+    per kind (default: the random baseline's mean)."""
     import xarray as xr
 
     scores = ["aire", "last", "magnitude", "random", "aire_uniform"]
@@ -223,16 +229,19 @@ def _ds(full=(98.0, 97.0), aire=(97.5, 96.5), random=(40.0, 40.0), magnitude=(60
             acc[k, :, s, 1:] = values[k] + 0.01 * np.arange(seeds)[:, None]
         acc[k, :, :, 0] = full[k]
     rnd = np.zeros((2, seeds, 3, len(draws)))
+    ctl = np.zeros((2, seeds, 3))
     for k in range(2):
-        rnd[k, :, 0] = full[k]
+        rnd[k, :, 0], ctl[k, :, 0] = full[k], full[k]
         rnd[k, :, 1:] = np.asarray(draws) + (random[k] - np.mean(draws))
+        ctl[k, :, 1:] = (control or random)[k]
     return xr.Dataset(
         {"accuracy": (("kind", "seed", "score", "ratio"), acc),
          "accuracy_full": (("kind", "seed"), np.repeat(np.asarray(full, float)[:, None], seeds, 1)),
          "random_accuracy": (("kind", "seed", "ratio", "draw"), rnd),
+         "random_control_accuracy": (("kind", "seed", "ratio"), ctl),
          "ssm_macs": (("kind", "seed", "score", "ratio"), np.ones((2, seeds, 5, 3)))},
         coords={"kind": ["lru", "s5"], "seed": np.arange(seeds), "score": scores, "ratio": ratios},
-        attrs={"headline_ratio": 0.5, "n_classes": 10},
+        attrs={"headline_ratio": 0.5, "n_classes": 10, "dataset": dataset},
     )
 
 
@@ -279,7 +288,42 @@ def test_ties_fail_and_a_passing_control_does_not_discriminate():
     # magnitude worse than random: beating it says nothing about the energy
     weak = _verdicts(_ds(magnitude=(20.0, 20.0)))
     assert weak["aire_beats_magnitude"].verdict == "does not discriminate"
-    # random draws that differ by more than the threshold: the gap to random is within the draws' noise
-    noisy = _verdicts(_ds(random=(85.0, 85.0), draws=(100.0, 80.0)))
+    # an independent random draw beats the draws' mean by more than the threshold: the gap is within random noise
+    noisy = _verdicts(_ds(random=(85.0, 85.0), draws=(100.0, 70.0), control=(95.0, 95.0)))
     assert noisy["aire_beats_random"].measured > 4
+    assert noisy["aire_beats_random"].control_measured == pytest.approx(10.0 - 0.02)  # the worst seed
     assert noisy["aire_beats_random"].verdict == "does not discriminate"
+
+
+def test_the_random_control_is_drawn_apart_from_the_baseline_draws():
+    """The control reads its own draw only: a lucky baseline draw moves the baseline's mean, never the control (the
+    old control, draw 0 against a mean that held draw 0, moved with it)."""
+    lucky = _ds(random=(60.0, 60.0), draws=(100.0, 20.0), control=(41.0, 41.0))
+    plain = _ds(random=(60.0, 60.0), draws=(60.0, 60.0), control=(41.0, 41.0))
+    a, b = _verdicts(lucky)["aire_beats_random"], _verdicts(plain)["aire_beats_random"]
+    assert a.control_measured == pytest.approx(b.control_measured) == pytest.approx(41.0 - 60.0 - 0.02)
+    assert a.verdict == b.verdict == "holds"
+
+
+def test_models_that_did_not_learn_make_no_pruning_claim_hold():
+    """Unpruned models 20 pt below the reference lose nothing when pruned, and random pruning hurts them: without
+    the competence check that would hold."""
+    weak = _ds(full=(77.0, 77.0), aire=(76.8, 76.8), uniform=(70.0, 70.0), magnitude=(50.0, 50.0), last=(70.0, 70.0))
+    v = _verdicts(weak)
+    for name in ("aire_prunes_half_for_under_a_point", "aire_beats_random", "aire_beats_magnitude",
+                 "global_beats_uniform"):
+        assert v[name].verdict == "control not competent", (name, v[name])
+        assert v[name].competence[0].measured == pytest.approx(77.0 - 97.0)
+    assert _verdicts(_ds(dataset="mnist1d"))["aire_beats_random"].competence[0].measured == pytest.approx(6.0)
+    unknown = _verdicts(_ds(dataset="cifar"))["aire_beats_random"]
+    assert unknown.verdict == "control not competent" and not np.isfinite(unknown.competence[0].measured)
+
+
+def test_one_seed_cannot_carry_the_score_comparisons():
+    """Seed 0's LRU: |λ| as good as AIRE. The mean over seeds would clear 1 pt on the other two seeds' gap; the
+    worst seed does not."""
+    ds = _ds()
+    ds.accuracy.loc[{"kind": "lru", "seed": 0, "score": "magnitude", "ratio": [0.5, 0.9]}] = 99.0
+    v = _verdicts(ds)["aire_beats_magnitude"]
+    assert np.mean(v.per_seed) > 1 and v.measured == min(v.per_seed) == pytest.approx(97.5 - 99.0)
+    assert v.verdict == "fails" and v.seeds_holding == 2

@@ -35,16 +35,17 @@ def _inference_time(model, x: torch.Tensor, repeats: int) -> float:
 def _sweep(model, cfg: Config, task: SequenceTask, seed: int, *, progress: bool = False) -> dict[str, np.ndarray]:
     """Prune ``model`` by every score at every ratio (no retraining) and measure what is left.
 
-    Returns arrays over (score, ratio[, layer]), (ratio, draw) for each random pruning and (ratio,) for the timing
-    of the AIRE-pruned models.
+    Returns arrays over (score, ratio[, layer]), (ratio, draw) for each random pruning of the random baseline, and
+    (ratio,) for the timing of the AIRE-pruned models and for the random control: one more random pruning per ratio,
+    drawn from its own generator, apart from the baseline's draws that the claims compare it with.
     """
     S, R, L = len(cfg.scores), len(cfg.ratios), cfg.n_layers
     acc, acc_sd = np.full((S, R), np.nan), np.zeros((S, R))
     draws_acc = np.full((R, cfg.random_draws), np.nan)
     kept = np.zeros((S, R, L), dtype=np.int64)
     ssm_macs, model_macs = np.zeros((S, R)), np.zeros((S, R))
-    timing = np.full(R, np.nan)
-    rng = np.random.default_rng([seed, 4242])
+    timing, control = np.full(R, np.nan), np.full(R, np.nan)
+    rng, control_rng = np.random.default_rng([seed, 4242]), np.random.default_rng([seed, 4243])
     bar = tqdm(total=S * R, desc="prune sweep", disable=not progress, leave=False)
     for s, score in enumerate(cfg.scores):
         for r, ratio in enumerate(cfg.ratios):
@@ -64,8 +65,11 @@ def _sweep(model, cfg: Config, task: SequenceTask, seed: int, *, progress: bool 
                 draws_acc[r] = values
             bar.update(1)
     bar.close()
+    for r, ratio in enumerate(cfg.ratios):
+        control[r] = accuracy_on_test(P.prune(model, P.plan(model, "random", ratio, control_rng)), task)
     return {"accuracy": acc, "accuracy_sd": acc_sd, "random_accuracy": draws_acc, "states_kept": kept,
-            "ssm_macs": ssm_macs, "model_macs": model_macs, "inference_time": timing}
+            "ssm_macs": ssm_macs, "model_macs": model_macs, "inference_time": timing,
+            "random_control_accuracy": control}
 
 
 def _layer_view(model, cfg: Config) -> dict[str, np.ndarray]:
@@ -84,8 +88,10 @@ def _layer_view(model, cfg: Config) -> dict[str, np.ndarray]:
 _VARIABLES = {
     "accuracy": (("score", "ratio"), "test accuracy after pruning, no retraining (random: mean over draws)", "%"),
     "accuracy_sd": (("score", "ratio"), "s.d. of the accuracy over random draws", "%"),
-    "random_accuracy": (("ratio", "draw"), "test accuracy after each random pruning (the score claims' control)",
+    "random_accuracy": (("ratio", "draw"), "test accuracy after each random pruning (the random baseline's draws)",
                         "%"),
+    "random_control_accuracy": (("ratio",), "test accuracy after one random pruning drawn apart from the random "
+                                "baseline's draws (the score claims' control)", "%"),
     "states_kept": (("score", "ratio", "layer"), "states kept per layer", "states"),
     "ssm_macs": (("score", "ratio"), "multiply-adds of the SSM layers per time step", "MAC"),
     "model_macs": (("score", "ratio"), "multiply-adds of the model per time step", "MAC"),

@@ -234,15 +234,67 @@ def test_ci_run_and_claims(ci_result):
     assert float(ds.ssd_error.sel(variant="fp32", weights="fp32").max()) == 0.0
     assert res.claims["int8_equals_fake_quant"].verdict == "holds"
     assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
-    # the claims can fail: make the SSDi8 variant as bad as per-tensor
-    broken = ds.copy(deep=True)
-    for var in ("loss", "perplexity", "ssd_error"):
-        broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
+    # the ci model (a few steps) has not learned its corpus: no accuracy claim can hold on it
+    assert 0 < float(ds.bigram_loss) < float(ds.unigram_loss) < math.log(T.VOCAB)
+    head = res.claims["w8a8_own_activations_close_to_fp32"]
+    assert head.headline and head.competent is False
+    assert all(r.verdict != "holds" for r in res.claims if r.competence)
+    # a float model that beats the bigram makes the same measurements competent
+    learned = ds.copy(deep=True)
+    learned["bigram_loss"] = learned.bigram_loss * 0 + 2.0 * float(ds.loss.sel(variant="fp32", weights="fp32"))
     by_name = {c.name: c for c in CLAIMS}
-    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32"):
+    r = by_name["ssd_int8_close_to_fp32"].evaluate(learned)
+    assert r.competent and r.verdict != "control not competent"
+    # the claims can fail: make the SSDi8 variant as bad as per-tensor
+    broken = learned.copy(deep=True)
+    for var in ("loss", "perplexity", "ssd_error", "loss_own"):
+        broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
+    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_own_activations_close_to_fp32"):
         r = by_name[name].evaluate(broken)
         assert r.verdict in ("fails", "does not discriminate") and not r.passed
     assert by_name["correction_lowers_error"].evaluate(broken).verdict == "fails"
+    # the model's own activations: no injected outliers, so the axis-aware SSD errors equal the injected run's at
+    # float projections (a per-channel scale absorbs a channel's factor) while per tensor is no worse than there
+    assert ds.loss_own.dims == ("variant", "weights") and np.isfinite(ds.loss_own).all()
+    np.testing.assert_allclose(ds.ssd_error_own.sel(variant="axis_aware", weights="fp32"),
+                               ds.ssd_error.sel(variant="axis_aware", weights="fp32"), rtol=1e-3)
+    assert float(ds.ssd_error_own.sel(variant="per_tensor").mean()) < float(ds.ssd_error.sel(
+        variant="per_tensor").mean())
+
+
+def test_count_model_losses_by_hand():
+    """'abab...' for training: the bigram knows what follows; evaluation 'abab' and 'abba'."""
+    train = torch.tensor([97, 98] * 50)
+    ev = torch.tensor([[97, 98, 97, 98], [97, 98, 98, 97]])
+    uni, big = T.count_model_losses(T.Corpus(train, ev[:1], ev, {}))
+    p_uni = 51 / (100 + T.VOCAB)  # add-one: 50 of each letter + 1, over 100 + VOCAB
+    assert uni == pytest.approx(-math.log(p_uni))
+    after_a, after_b = (50 + 1) / (50 + T.VOCAB), (49 + 1) / (49 + T.VOCAB)  # a->b 50 times, b->a 49 times
+    surprise = [-math.log(after_a), -math.log(after_b), -math.log(after_a),  # a b a b
+                -math.log(after_a), -math.log(1 / (49 + T.VOCAB)), -math.log(after_b)]  # a b b a: b->b unseen
+    assert big == pytest.approx(np.mean(surprise))
+
+
+@pytest.mark.parametrize("bias_share", [0.0, 0.25, 1.0])
+def test_correction_drop_is_measured_against_its_ceiling(bias_share):
+    """An error that is ``bias_share`` per-channel bias loses (1 - (1 - c)²) of that share at coefficient c: the
+    claim's measure gives the share back, whatever c."""
+    import xarray as xr
+
+    from lab.methods.ssdi8.claims import correction_ceiling
+
+    assert correction_ceiling(0.15) == pytest.approx(27.75) and correction_ceiling(1.0) == 100.0
+    claim = next(c for c in CLAIMS if c.name == "correction_lowers_error")
+    for coef in (0.15, 0.5):
+        after = 1.0 - bias_share * correction_ceiling(coef) / 100
+        err = np.array([[[1.0, 1.0]], [[after, after]], [[1.2, 1.2]]])  # (variant, weights, layer)
+        ds = xr.Dataset({"ssd_error": (("variant", "weights", "layer"), err),
+                         "ssd_error_full_correction": (("weights", "layer"), [[1.0 - bias_share] * 2])},
+                        coords={"variant": ["axis_aware", "ssdi8", "shuffled"], "weights": ["w4a8"]},
+                        attrs={"correction_weights": "w4a8", "correction_scale": coef})
+        assert claim.measure(ds).value == pytest.approx(100 * bias_share)
+        assert claim.passes(claim.measure(ds).value) == (bias_share > 0.2)
+        assert claim.control(ds).value < 0
 
 
 def test_live_table_and_activations():

@@ -1,6 +1,8 @@
 """SSDi8 experiments: train (or load) a small Mamba-2 character model, inject outlier channels, calibrate, fit the
 corrections, then measure every SSD variant under every weight setting (loss, perplexity, SSD output error), the
-INT8 path against its fake-quant twin, and the CPU time and memory of the INT8 path against float32."""
+INT8 path against its fake-quant twin, and the CPU time and memory of the INT8 path against float32. The same
+variants again on the model's own activations (no injected outliers, calibrated and corrected anew), and the loss of
+character count models, the bar the trained float model must beat."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from lab.core.runtime import threads
 from lab.methods.ssdi8 import lm as LM
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
-from lab.methods.ssdi8.train import load_corpus, trained_model
+from lab.methods.ssdi8.train import count_model_losses, load_corpus, trained_model
 
 __all__ = ["run"]
 
@@ -87,6 +89,18 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
             "load": (load_before, _loadavg()), "tokens": tuple(tokens.shape)}
 
 
+def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
+    """Loss ``(variant, weights)`` and SSD output error ``(variant, weights, layer)`` of every variant."""
+    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
+    loss, err = np.zeros((len(M.VARIANTS), len(weights))), np.zeros((len(M.VARIANTS), len(weights), len(quant)))
+    for i, variant in enumerate(M.VARIANTS):
+        for j, w in enumerate(weights):
+            loss[i, j], e = LM.evaluate(model, corpus.eval, quant, variant, w, **kw)
+            err[i, j] = e.numpy()
+            bar.update(1)
+    return loss, err
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train or load the model, quantise it, measure every variant.
 
@@ -104,13 +118,12 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                                     outlier_scale=cfg.outlier_scale, weight_bits=cfg.weight_bits,
                                     coef=cfg.correction_scale, seed=cfg.seed, **kw)
         n_layers = len(quant)
-        loss, err = np.zeros((V, W)), np.zeros((V, W, n_layers))
-        bar = tqdm(total=V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
-        for i, variant in enumerate(M.VARIANTS):
-            for j, w in enumerate(weights):
-                loss[i, j], e = LM.evaluate(model, corpus.eval, quant, variant, w, **kw)
-                err[i, j] = e.numpy()
-                bar.update(1)
+        bar = tqdm(total=2 * V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
+        loss, err = _evaluate_all(cfg, model, corpus, quant, weights, bar)
+        own, _ = LM.quantise(model, corpus.calib[:, :-1], outlier_channels=0, outlier_scale=1.0,
+                             weight_bits=cfg.weight_bits, coef=cfg.correction_scale, seed=cfg.seed, **kw)
+        loss_own, err_own = _evaluate_all(cfg, model, corpus, own, weights, bar)
+        unigram, bigram = count_model_losses(corpus)
         full = LM.with_corrections(quant, c_star)  # coefficient 1: the whole calibration mean error
         loss_full, err_full = np.zeros(W), np.zeros((W, n_layers))
         for j, w in enumerate(weights):
@@ -138,6 +151,17 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "ssd_error": (("variant", "weights", "layer"), err,
                           {"long_name": "SSD output error against the float model on the same tokens, "
                                         "Σ|Y' - Y|² / Σ|Y|²", "units": "1"}),
+            "loss_own": (("variant", "weights"), loss_own,
+                         {"long_name": "evaluation next-character cross-entropy on the model's own activations (no "
+                                       "injected outliers; calibrated and corrected anew)", "units": "nats/char"}),
+            "ssd_error_own": (("variant", "weights", "layer"), err_own,
+                              {"long_name": "SSD output error against the float model, on the model's own "
+                                            "activations (no injected outliers), Σ|Y' - Y|² / Σ|Y|²", "units": "1"}),
+            "unigram_loss": ((), unigram, {"long_name": "evaluation loss of character frequencies of the training "
+                                                        "split (add-one smoothed)", "units": "nats/char"}),
+            "bigram_loss": ((), bigram, {"long_name": "evaluation loss of a bigram count model of the training split "
+                                                      "(add-one smoothed): the bar the float model must beat",
+                                         "units": "nats/char"}),
             "loss_full_correction": (("weights",), loss_full, {"long_name": "loss of SSDi8 with correction "
                                                                             "coefficient 1", "units": "nats/char"}),
             "ssd_error_full_correction": (("weights", "layer"), err_full,

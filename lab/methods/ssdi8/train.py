@@ -28,7 +28,7 @@ from lab.core.train import fit, seed_everything
 from lab.methods.ssdi8.config import Config
 
 __all__ = ["CORPUS_VERSION", "VOCAB", "WEIGHTS_VERSION", "Corpus", "build_model", "corpus_files", "encode",
-           "load_corpus", "lm_loss", "trained_model"]
+           "count_model_losses", "load_corpus", "lm_loss", "trained_model"]
 
 #: bump when the corpus or the training changes for an unchanged config (invalidates the caches)
 CORPUS_VERSION = 1
@@ -118,6 +118,20 @@ def load_corpus(cfg: Config) -> Corpus:
     t = {k: torch.as_tensor(ds[k].values.astype(np.int64)) for k in ("train", "calib", "eval")}
     files = {k: int(ds.attrs[f"files_{k}"]) for k in ("train", "calib", "eval")}
     return Corpus(t["train"], t["calib"], t["eval"], files)
+
+
+def count_model_losses(corpus: Corpus) -> tuple[float, float]:
+    """The next-character loss (nats, mean over the evaluation positions that the language model is scored on) of
+    two count models of the training split, add-one smoothed: unigram (character frequencies) and bigram (the
+    previous character only). A language model that learned its corpus beats the bigram."""
+    train, ev = corpus.train.numpy(), corpus.eval.numpy()
+    uni = np.bincount(train, minlength=VOCAB) + 1.0
+    big = np.ones((VOCAB, VOCAB))
+    np.add.at(big, (train[:-1], train[1:]), 1.0)
+    prev, nxt = ev[:, :-1].ravel(), ev[:, 1:].ravel()  # (n_eval * seq_len,)
+    unigram = -np.log(uni[nxt] / uni.sum()).mean()
+    bigram = -np.log(big[prev, nxt] / big[prev].sum(1)).mean()
+    return float(unigram), float(bigram)
 
 
 def build_model(cfg: Config) -> CausalLM:

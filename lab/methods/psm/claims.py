@@ -1,11 +1,13 @@
 """The PSM claims, each read from the run's Dataset alone.
 
 The duality and resource claims are measured on the trained Transformer-PSM (first seed) over sequences of every
-chunk count in ``n_chunks``; their controls are other ways to stream the same model: a left fold (another
-bracketing, which must disagree for a non-associative aggregator) and the naive recompute that keeps every chunk
-state. The accuracy claims are means over seeds; the control of "matches the transformer" is the same trained PSM
-with its prefix states replaced by the identity; the comparison at 4x the training length with the better baseline
-is a report row (the paper shows it on S5 at a scale we do not reach).
+chunk count in ``n_chunks``; their controls are other ways to stream the same model, with no learned part of their
+own: a left fold (another bracketing, which must disagree for a non-associative aggregator) and the naive recompute
+that keeps every chunk state. The accuracy claims are measured per seed. Their control is the same trained PSM with
+its prefix states replaced by the identity; the learned baselines they compare against carry competence checks: each
+baseline's accuracy at the training length (in distribution), where the paper's baselines are accurate. The headline
+is length generalisation on state tracking: the Transformer-PSM against the strongest baseline of each seed at 4x
+the training length; the same comparison on MQAR is a report row (the paper shows length generalisation on S5).
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, over_seeds
 
+#: the baselines of a run (those of them it trained): the claims compare the Transformer-PSM with their best
 BASELINES = ("transformer", "lru", "mamba")
+#: accuracy at the training length above which a baseline has learned its task (competence)
+COMPETENT = 90.0
+COMPETENT_SOURCE = ("the paper's baselines are accurate at the training lengths and degrade only past them (S5 "
+                    "figure); 90% is our convention for 'learned the task' (parity: chance 50%; MQAR: 1/vocab)")
 
 
 def _max_diff(bracketing: str):
@@ -66,20 +73,44 @@ def _gap_to_transformer(task: str, blind: bool = False):
     return measure
 
 
-def _beyond(task: str):
-    """PSM minus the better baseline (by mean) at 4x, on positions past the training length, per seed."""
+def _baselines(ds: xr.Dataset) -> list[str]:
+    return [m for m in BASELINES if m in ds.model.values]
+
+
+def _beyond(task: str, blind: bool = False):
+    """PSM (or the state-blind PSM) minus the strongest baseline of each seed at 4x, on the positions past the
+    training length, per seed; the statistic is the worst seed."""
 
     def measure(ds: xr.Dataset) -> Measurement:
         acc = ds.accuracy_beyond.sel(task=task, factor=4)
-        means = {m: float(acc.sel(model=m).mean()) for m in BASELINES}
-        best = max(means, key=means.get)
-        gap = acc.sel(model="psm") - acc.sel(model=best)
-        return over_seeds(gap.values, "mean", f"{ds.attrs[f'{task}_task']} at 4x: Transformer-PSM "
-                                              f"{float(acc.sel(model='psm').mean()):.1f}% vs best baseline {best} "
-                                              f"{means[best]:.1f}% (" + ", ".join(f"{m} {v:.1f}%" for m, v in
-                                                                                   means.items()) + ")")
+        base = acc.sel(model=_baselines(ds))  # (model, seed)
+        best = base.max("model")  # the strongest baseline of each seed
+        which = [str(base.model.values[i]) for i in base.argmax("model").values]
+        psm = ds.blind_accuracy_beyond.sel(task=task, factor=4) if blind else acc.sel(model="psm")
+        what = "state-blind PSM" if blind else "Transformer-PSM"
+        means = ", ".join(f"{m} {float(base.sel(model=m).mean()):.1f}%" for m in base.model.values)
+        return over_seeds((psm - best).values, "min",
+                          f"{ds.attrs[f'{task}_task']} at 4x: {what} {float(psm.mean()):.1f}% vs the strongest "
+                          f"baseline per seed ({', '.join(which)}) {float(best.mean()):.1f}% ({means})")
 
     return measure
+
+
+def _in_distribution(task: str, model: str):
+    """A baseline's accuracy at the training length, worst seed (its competence)."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        acc = ds.accuracy.sel(task=task, model=model, factor=1)
+        return over_seeds(acc.values, "min", f"{model} on {ds.attrs[f'{task}_task']} at length "
+                                             f"{ds.attrs['train_length']}, worst seed")
+
+    return measure
+
+
+def _competent(task: str, models) -> tuple[Competence, ...]:
+    return tuple(Competence(label=f"{m}, accuracy at the training length (worst seed)",
+                            measure=_in_distribution(task, m), op=">", threshold=COMPETENT,
+                            threshold_source=COMPETENT_SOURCE, unit="%") for m in models)
 
 
 def _matches(task: str, what: str) -> Claim:
@@ -97,23 +128,35 @@ def _matches(task: str, what: str) -> Claim:
         control=_gap_to_transformer(task, blind=True),
         control_label="the same trained PSM with every prefix state replaced by the identity: must fall more than "
                       "3 pt behind",
+        competence=_competent(task, ("transformer",)),
     )
 
 
-def _generalises(task: str, what: str) -> Claim:
-    return Claim(
+def _generalises(task: str, what: str, headline: bool) -> Claim:
+    common = dict(
         name=f"generalises_{task}",
-        statement=f"On {what} at 4x the training length, the Transformer-PSM does at least as well as the better of "
-                  "the causal transformer, LRU and Mamba (accuracy past the training length; PSM minus best, mean "
-                  "over seeds)",
+        statement=f"On {what} at 4x the training length, the Transformer-PSM beats the strongest baseline of each "
+                  "seed (the best of the causal transformer, LRU and Mamba; accuracy past the training length; PSM "
+                  "minus that best, worst seed)",
         source="paper Fig. (S5, trained on lengths 4-18): Transformer-PSM (c = 1) accurate to ~160-180 while GPT-2 "
                "and Mamba degrade",
         measure=_beyond(task),
-        op=">=",
-        threshold=0.0,
-        threshold_source="reported either way at our scale (the paper's S5 setting is out of CPU reach)",
+        op=">",
+        threshold=3.0,
         unit="pt",
-        report=True,
+    )
+    if not headline:
+        return Claim(**common, threshold_source="reported either way (the paper shows length generalisation on S5, "
+                                                "not on MQAR)", report=True)
+    return Claim(
+        **common,
+        threshold_source="more than the 3 pt within which two models count as matching (our convention, as in "
+                         "matches_transformer_*), on every seed",
+        control=_beyond(task, blind=True),
+        control_label="the same trained PSM with every prefix state replaced by the identity, in the PSM's place: "
+                      "must not beat the strongest baseline by more than 3 pt",
+        competence=_competent(task, BASELINES),
+        headline=True,
     )
 
 
@@ -130,6 +173,8 @@ CLAIMS = [
         control=_max_diff("fold"),
         control_label="streaming with a left fold s_i = Agg(s_{i-1}, x_i): another bracketing of a "
                       "non-associative Agg must disagree",
+        control_analytic="the same trained PSM streamed in another order of the same Agg calls: nothing of its own "
+                         "is learned",
     ),
     Claim(
         name="live_states_bound",
@@ -143,6 +188,8 @@ CLAIMS = [
         unit="states",
         control=_live_excess("naive"),
         control_label="the naive recompute that keeps every chunk state: its count grows as n",
+        control_analytic="a bookkeeping variant of the same stream (every chunk state kept): its count is n by "
+                         "construction, nothing learned",
     ),
     Claim(
         name="aggregator_calls_bounded",
@@ -155,9 +202,11 @@ CLAIMS = [
         unit="calls/chunk",
         control=_calls_per_chunk("naive"),
         control_label="the naive recompute of each prefix from every kept state: calls per chunk grow with n",
+        control_analytic="a bookkeeping variant of the same stream (each prefix recomputed): its calls follow from "
+                         "n, nothing learned",
     ),
     _matches("state", "state tracking"),
-    _generalises("state", "state tracking"),
+    _generalises("state", "state tracking", headline=True),
     _matches("recall", "MQAR"),
-    _generalises("recall", "MQAR"),
+    _generalises("recall", "MQAR", headline=False),
 ]

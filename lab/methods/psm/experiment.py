@@ -117,6 +117,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     beyond = np.arange(P) >= cfg.train_length
     acc, blind = _mean_labelled(acc_pos), _mean_labelled(blind_pos)
     acc_new = _mean_labelled(np.where(beyond, acc_pos, np.nan))
+    blind_new = _mean_labelled(np.where(beyond, blind_pos, np.nan))
     tm = ("task", "model")
     sb = ("psm", "bracketing", "n_chunks")
     ds = xr.Dataset(
@@ -134,6 +135,11 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                                {"long_name": "the trained Transformer-PSM with every prefix state replaced by the "
                                              "identity (the control): accuracy over labelled positions",
                                 "units": "%"}),
+            "blind_accuracy_beyond": (("task", "seed", "factor"), blind_new,
+                                      {"long_name": "the state-blind Transformer-PSM (the control): accuracy over "
+                                                    "the labelled positions past the training length (NaN at factor "
+                                                    "1)",
+                                       "units": "%"}),
             "train_loss": ((*tm, "seed", "step"), loss, {"long_name": "training loss (cross-entropy per labelled "
                                                                       "token)", "units": "nat"}),
             "train_time": ((*tm, "seed"), train_time, {"long_name": "training wall time when trained (cached "

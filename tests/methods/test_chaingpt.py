@@ -185,11 +185,33 @@ def test_ci_run_is_consistent(ci_result):
     assert ((ds.adaptive_iterations >= 2) & (ds.adaptive_iterations <= R)).all()  # at least k + 1 = 2
     np.testing.assert_allclose(ds.stop_share.sum("depth"), 1.0)
     assert ((ds.state_accuracy >= 0) & (ds.state_accuracy <= 100)).all()
-    assert {r.name for r in res.claims} == {"substeps_raise_accuracy", "anchors_carry_recall",
-                                           "adaptive_fewer_iterations_on_easier", "adaptive_within_a_point",
-                                           "beats_transformer", "beats_mamba"}
+    assert {r.name for r in res.claims} == {"beats_strongest_baseline", "substeps_raise_accuracy",
+                                           "anchors_carry_recall", "adaptive_fewer_iterations_on_easier",
+                                           "adaptive_within_a_point", "beats_transformer", "beats_mamba"}
     assert res.claims["beats_mamba"].verdict == "reported"
-    assert res.claims["adaptive_fewer_iterations_on_easier"].control_measured == 0  # fixed depth: no difference
+    assert res.claims.headline.name == "beats_strongest_baseline"
+    # at the training length the prefix is the whole sequence; every sequence has as many labelled positions
+    np.testing.assert_allclose(ds.prefix_iterations.isel(state_length=0), ds.adaptive_iterations.isel(state_length=0))
+    np.testing.assert_allclose(ds.prefix_iterations_se.isel(state_length=0),
+                               ds.adaptive_iterations_se.isel(state_length=0))
+    assert ((ds.adaptive_iterations_se > 0) & (ds.adaptive_iterations_se < 1)).all()
+    assert ((ds.prefix_iterations >= 2) & (ds.prefix_iterations <= R)).all()
+
+
+def test_standard_error_of_the_iterations_is_over_sequences():
+    from lab.methods.chaingpt.train import depth_profile, load_tasks
+
+    cfg = Config.from_profile("ci")
+    _, tests = load_tasks(cfg, "state", 0)
+    model = _chain(iterations=cfg.max_iterations).float()
+    task = tests[cfg.state_test_lengths[-1]]
+    prof = depth_profile(model, task, cfg)
+    x, _ = task.tensors()
+    its = model.adaptive(x, cfg.max_iterations, cfg.stop_tau, cfg.stop_lag).iterations.double()
+    per_seq = its.mean(1).numpy()
+    assert prof["adaptive_iterations"] == pytest.approx(per_seq.mean())
+    assert prof["adaptive_iterations_se"] == pytest.approx(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
+    assert prof["prefix_iterations"] == pytest.approx(its[:, : cfg.state_train_length].mean().item())
 
 
 def test_claims_follow_the_numbers(ci_result):
@@ -202,16 +224,50 @@ def test_claims_follow_the_numbers(ci_result):
     ds["recall_accuracy"].loc[dict(recall_run="anchors")] = 99.0
     ds["recall_accuracy"].loc[dict(recall_run="window_only")] = 99.5
     table = api.check(ds, "chaingpt")
+    assert table["substeps_raise_accuracy"].verdict == "control not competent"  # 60% at its training length too
+    ds["state_accuracy"].loc[dict(state_run="one_substep", state_length=int(ds.state_length[0]))] = 95.0
+    table = api.check(ds, "chaingpt")
     assert table["substeps_raise_accuracy"].verdict == "holds"
     assert table["anchors_carry_recall"].verdict == "does not discriminate"
     ds["adaptive_iterations"][:] = np.linspace(2.0, 2.9, ds.sizes["state_length"])
+    ds["adaptive_iterations_se"][:] = 0.01
+    ds["prefix_iterations"][:] = 2.0  # the longest sequences' first positions: as many iterations as the short
+    ds["prefix_iterations_se"][:] = 0.01
     ds["depth_accuracy"][:] = np.array([50.0, 70.0, 90.0])[None, :, None]
     ds["adaptive_accuracy"][:] = 89.5
     table = api.check(ds, "chaingpt")
     assert table["adaptive_fewer_iterations_on_easier"].verdict == "holds"
+    assert table["adaptive_fewer_iterations_on_easier"].measured == pytest.approx(-0.9 / np.sqrt(2e-4))
     assert table["adaptive_within_a_point"].verdict == "holds"  # fixed depth 2 or 3 (rounded) loses more
+    ds["prefix_iterations"][:] = 2.9  # the same gap at equal difficulty: the rule does not follow difficulty
+    assert api.check(ds, "chaingpt")["adaptive_fewer_iterations_on_easier"].verdict == "does not discriminate"
+    ds["adaptive_iterations"][:] = np.linspace(2.0, 2.01, ds.sizes["state_length"])  # -0.01 iterations: noise
+    ds["adaptive_iterations_se"][:] = 0.05
+    assert api.check(ds, "chaingpt")["adaptive_fewer_iterations_on_easier"].verdict == "fails"
     ds["depth_accuracy"][:] = 90.0
     assert api.check(ds, "chaingpt")["adaptive_within_a_point"].verdict == "does not discriminate"
+
+
+def test_headline_is_against_the_strongest_competent_baseline(ci_result):
+    from lab import api
+
+    ds = ci_result("chaingpt").data.copy(deep=True)
+    train, longest = int(ds.state_length[0]), int(ds.state_length[-1])
+    ds["state_accuracy"][:] = 99.0
+    ds["state_accuracy"].loc[dict(state_run="chaingpt")] = 95.0
+    ds["state_accuracy"].loc[dict(state_run="transformer", state_length=longest)] = 60.0
+    ds["state_accuracy"].loc[dict(state_run="mamba", state_length=longest)] = 70.0
+    head = api.check(ds, "chaingpt")["beats_strongest_baseline"]
+    assert head.verdict == "holds" and head.headline
+    assert head.control_measured == pytest.approx(70.0) and "mamba" in head.control_detail
+    ds["state_accuracy"].loc[dict(state_run="mamba", state_length=longest)] = 92.0  # Mamba solves it too
+    assert api.check(ds, "chaingpt")["beats_strongest_baseline"].verdict == "does not discriminate"
+    ds["state_accuracy"].loc[dict(state_run="mamba", state_length=longest)] = 70.0
+    ds["state_accuracy"].loc[dict(state_run="transformer", state_length=train)] = 50.0  # never learned the task
+    head = api.check(ds, "chaingpt")["beats_strongest_baseline"]
+    assert head.verdict == "control not competent" and [c.passed for c in head.competence] == [False, True]
+    ds["state_accuracy"].loc[dict(state_run="chaingpt", state_length=longest)] = 85.0
+    assert api.check(ds, "chaingpt")["beats_strongest_baseline"].verdict == "fails"
 
 
 def test_live_trace_and_plots(ci_result):

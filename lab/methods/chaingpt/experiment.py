@@ -42,6 +42,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     loaded = np.zeros((S, len(RUNS)), bool)
     depth_acc, depth_ent, stop_hist = (np.zeros((S, R, len(s_len))) for _ in range(3))
     adapt_acc, adapt_iter = np.zeros((S, len(s_len))), np.zeros((S, len(s_len)))
+    adapt_se, prefix_iter, prefix_se = (np.full((S, len(s_len)), np.nan) for _ in range(3))
     bar = tqdm(total=S * len(RUNS), desc="ChainGPT runs", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(seeds):
@@ -61,6 +62,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                             depth_acc[s, :, k], depth_ent[s, :, k] = prof["depth_accuracy"], prof["depth_entropy"]
                             stop_hist[s, :, k] = prof["stop_histogram"]
                             adapt_acc[s, k], adapt_iter[s, k] = prof["adaptive_accuracy"], prof["adaptive_iterations"]
+                            adapt_se[s, k] = prof["adaptive_iterations_se"]
+                            prefix_iter[s, k] = prof["prefix_iterations"]
+                            prefix_se[s, k] = prof["prefix_iterations_se"]
                     bar.update(1)
     bar.close()
     sd, rd = ("seed", "state_run", "state_length"), ("seed", "recall_run", "recall_length")
@@ -84,6 +88,16 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "adaptive_iterations": (("seed", "state_length"), adapt_iter,
                                     {"long_name": "mean core iterations per labelled token with adaptive stopping",
                                      "units": "iterations"}),
+            "adaptive_iterations_se": (("seed", "state_length"), adapt_se,
+                                       {"long_name": "standard error of the adaptive mean iterations over the test "
+                                                     "sequences (the sequence as the unit)", "units": "iterations"}),
+            "prefix_iterations": (("seed", "state_length"), prefix_iter,
+                                  {"long_name": "adaptive mean core iterations per labelled token before the "
+                                                "training length (the first state_length[0] positions)",
+                                   "units": "iterations"}),
+            "prefix_iterations_se": (("seed", "state_length"), prefix_se,
+                                     {"long_name": "standard error of prefix_iterations over the test sequences",
+                                      "units": "iterations"}),
             "n_params": (("run",), params, {"long_name": "trainable parameters", "units": "1"}),
             "train_time": (("seed", "run"), times, {"long_name": "training wall time (of the run that trained the "
                                                                  "weights, also when loaded: see from_cache)",

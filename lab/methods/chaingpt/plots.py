@@ -136,6 +136,11 @@ def discussion(ds: xr.Dataset) -> str:
         recall.append(f"  - {label} ({int(ds.n_params.sel(run=run))} parameters): {pts}")
     R = int(ds.depth.max())
     it = ", ".join(f"{int(L)}: {float(ds.adaptive_iterations.sel(state_length=L).mean()):.2f}" for L in s_len)
+    prefix = ""
+    if "prefix_iterations" in ds:  # the adaptive claim's control (runs saved before it lack it)
+        prefix = (f" On the first {int(s_len[0])} positions of the longest sequences, as easy as the training length,"
+                  f" it spends {float(ds.prefix_iterations.isel(state_length=-1).mean()):.2f} (standard errors over "
+                  f"the test sequences up to {float(ds.adaptive_iterations_se.max()):.3f}).")
     trained = (~ds.from_cache.values).sum()
     return "\n".join([
         f"- **Accuracy against length** (%, mean over {ds.sizes['seed']} seed(s), range in brackets; first length "
@@ -144,7 +149,7 @@ def discussion(ds: xr.Dataset) -> str:
         f"{ds.attrs['anchor_every']} tokens):", *recall,
         f"- **Recurrent depth**: accuracy at depth 1..{R} at the longest length "
         f"{np.round(ds.depth_accuracy.isel(state_length=-1).mean('seed').values, 1).tolist()}; adaptive stopping "
-        f"spends {it} mean iterations by length (of {R}).",
+        f"spends {it} mean iterations by length (of {R}).{prefix}",
         f"- **Training**: {float(ds.train_time.sum()):.0f} s over {ds.sizes['seed'] * ds.sizes['run']} runs "
         f"({int(trained)} trained in this run, the rest loaded from the cache); accuracy is measured on "
         f"{ds.attrs['n_test']} test sequences per length.",

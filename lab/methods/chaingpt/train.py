@@ -158,12 +158,16 @@ def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np
     Returns:
         ``depth_accuracy`` ``(r_max,)`` % at depth 1..r_max; ``depth_entropy`` ``(r_max,)`` mean entropy (nats)
         after each iteration at fixed depth; ``adaptive_accuracy`` %; ``adaptive_iterations`` mean iterations per
-        labelled token; ``stop_histogram`` ``(r_max,)`` share of labelled tokens stopping after 1..r_max.
+        labelled token; ``stop_histogram`` ``(r_max,)`` share of labelled tokens stopping after 1..r_max;
+        ``adaptive_iterations_se`` the standard error of ``adaptive_iterations`` over the test sequences (the
+        sequence as the unit); ``prefix_iterations`` and ``prefix_iterations_se`` the same over the labelled
+        positions before ``cfg.state_train_length`` only (the whole sequence at the training length).
     """
     model.eval()
     R = cfg.max_iterations
     hits, ent, total = np.zeros(R), np.zeros(R), 0
     a_hit, a_iter, hist = 0, 0.0, np.zeros(R)
+    per_seq, per_prefix = [], []  # mean iterations of each test sequence: all labelled positions, the prefix's
     for x, y in _batches(task):
         mask = y != IGNORE
         for i, logits in enumerate(model(x, iterations=R, return_all=True)):
@@ -173,9 +177,19 @@ def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np
         a_hit += _correct(out.logits, y)[0]
         its = out.iterations[mask]
         a_iter += float(its.sum())
+        prefix = mask & (torch.arange(x.shape[1]) < cfg.state_train_length)
+        for m, into in ((mask, per_seq), (prefix, per_prefix)):
+            into.extend(((out.iterations * m).sum(1) / m.sum(1).clamp(min=1)).tolist())
         hist += np.bincount(its.numpy() - 1, minlength=R)[:R]
         total += int(mask.sum())
     total = max(total, 1)
     return {"depth_accuracy": 100.0 * hits / total, "depth_entropy": ent / total,
             "adaptive_accuracy": 100.0 * a_hit / total, "adaptive_iterations": a_iter / total,
-            "stop_histogram": hist / total}
+            "stop_histogram": hist / total, "adaptive_iterations_se": _standard_error(per_seq),
+            "prefix_iterations": float(np.mean(per_prefix)), "prefix_iterations_se": _standard_error(per_prefix)}
+
+
+def _standard_error(values: list[float]) -> float:
+    """The standard error of the mean of ``values`` (NaN with fewer than two)."""
+    v = np.asarray(values, float)
+    return float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")

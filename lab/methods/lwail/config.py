@@ -14,8 +14,14 @@ from lab.core.tasks import Rate
 ENVS = ("maze", "pendulum")
 #: the maze's agents: LWAIL, a second LWAIL agent (other agent seed, same φ: the noise floor of a gap), Euclidean
 #: WAIL (φ = identity), GAIfO (state-pair classifier, reward -log(1 - D)), LWAIL with a random frozen φ (no ICVF),
-#: and the reward ablations sigmoid(-f) - 1 (negative, same shape) and -f (unbounded)
-VARIANTS = ("lwail", "lwail_b", "euclid", "gaifo", "no_icvf", "negative", "raw")
+#: the reward ablations sigmoid(-f) - 1 (negative, same shape) and -f (unbounded); then LWAIL, its second agent and
+#: the negative reward in the terminating maze (:data:`TERMINATING`)
+VARIANTS = ("lwail", "lwail_b", "euclid", "gaifo", "no_icvf", "negative", "raw", "lwail_end", "lwail_b_end",
+            "negative_end")
+#: the variants whose episode ends when the agent chooses a move into a wall (a crash, as a fall ends a MuJoCo
+#: episode): the setting where the sign of the reward can matter. Without termination the maze only truncates and
+#: bootstraps, so a reward shifted by a constant leaves the optimal policy unchanged.
+TERMINATING = ("lwail_end", "lwail_b_end", "negative_end")
 #: the pendulum's agents (TD3): LWAIL and its negative-reward ablation (the task terminates when the pole falls)
 PENDULUM_VARIANTS = ("lwail", "negative")
 
@@ -46,8 +52,9 @@ class Config(RuntimeConfig, BaseConfig):
     slip: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.1
     """Probability that the maze replaces an action by a random one (stochastic dynamics)."""
     horizon: Annotated[int, Range(2, 10_000)] = 24
-    """Steps of a maze episode (no termination; 24 = about 1.4x the expert's 17 moves at resolution 2, so that
-    matching the expert's state distribution leaves little time to hover)."""
+    """Steps of a maze episode (no termination but in the :data:`TERMINATING` variants; 24 = about 1.4x the
+    expert's 17 moves at resolution 2, so that matching the expert's state distribution leaves little time to
+    hover)."""
     random_starts: bool = False
     """Training episodes start on a random free cell (as D4RL's Maze2D resets); evaluation starts at S."""
     hidden: Annotated[int, Range(4, 1024)] = 64

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.lwail.config import PENDULUM_VARIANTS, VARIANTS, Config
 from lab.methods.lwail.maze import make_maze
-from lab.methods.lwail.train import encoder, expert_success, maze_agent, maze_icvf
+from lab.methods.lwail.train import encoder, expert_move_rate, expert_success, maze_agent, maze_icvf
 
 __all__ = ["run"]
 
@@ -52,7 +52,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     S, V, C = cfg.n_seeds, len(VARIANTS), cfg.eval_points
     PS, PV = cfg.pendulum_seeds, len(PENDULUM_VARIANTS)
     success, curve = np.full((S, V), np.nan), np.full((S, V, C), np.nan)
-    prog = np.full((S, V), np.nan)
+    prog, moves, crashed = np.full((S, V), np.nan), np.full((S, V), np.nan), np.full((S, V), np.nan)
     steps, expert, rho = np.zeros(C, np.int64), np.full(S, np.nan), np.full((S, len(METRICS)), np.nan)
     p_ret, p_curve = np.full((PS, PV), np.nan), np.full((PS, PV, C), np.nan)
     p_steps, p_expert, p_random = np.zeros(C, np.int64), np.full(PS, np.nan), np.full(PS, np.nan)
@@ -69,7 +69,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                 for v, variant in enumerate(VARIANTS):
                     agent = maze_agent(cfg, variant, seed)
                     success[s, v], curve[s, v] = agent["success"], agent["curve"]
-                    prog[s, v] = agent["progress"]
+                    prog[s, v], crashed[s, v] = agent["progress"], agent["crashed"]
+                    moves[s, v] = expert_move_rate(maze, agent["q"])
                     steps = agent["curve_steps"]
                     bar.update(1)
             seconds["maze_cpu_s"] = time.process_time() - t0
@@ -96,6 +97,13 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "progress": (("seed", "variant"), prog,
                          {"long_name": "1 - the closest geodesic distance to the goal in an episode / the start's, "
                                        "greedy agent at the end of training, mean of n_eval episodes", "units": "1"}),
+            "expert_move_rate": (("seed", "variant"), moves,
+                                 {"long_name": "share of the expert's path states at which the greedy agent moves to "
+                                               "the expert's next state (its one demonstration replayed from the "
+                                               "demonstration's own states; a random policy: 1/8)", "units": "1"}),
+            "crashed": (("seed", "variant"), crashed,
+                        {"long_name": "share of evaluation episodes that end with a chosen move into a wall (the "
+                                      "terminating variants; NaN where episodes do not end)", "units": "1"}),
             "success_curve": (("seed", "variant", "checkpoint"), curve,
                               {"long_name": "goal-reach rate along training", "units": "1"}),
             "expert_success": (("seed",), expert,

@@ -13,7 +13,7 @@ import torch
 
 from lab.cache import memo
 from lab.checks import bad_value, check_choice, check_int
-from lab.methods.lwail.config import ENVS, PENDULUM_VARIANTS, VARIANTS, Config
+from lab.methods.lwail.config import ENVS, PENDULUM_VARIANTS, TERMINATING, VARIANTS, Config
 from lab.methods.lwail.maze import Maze
 from lab.methods.lwail.train import maze_agent, maze_policy
 
@@ -76,9 +76,13 @@ def rollout(profile: str, variant: str, seed: int = 0, env: str = "maze") -> dic
         return _pendulum_rollout(profile, variant, seed)
     a = agent(profile, variant, seed)
     maze, cfg = a["maze"], Config.from_profile(profile)
-    cells = maze.rollout(maze_policy(maze, a["q"]), 1, cfg.horizon, cfg.slip, np.random.default_rng([seed, 99]))[0]
+    out = maze.rollout(maze_policy(maze, a["q"]), 1, cfg.horizon, cfg.slip, np.random.default_rng([seed, 99]),
+                       crash=variant in TERMINATING)
+    cells = (out[0] if variant in TERMINATING else out)[0]  # a crashed episode stays where it crashed
     obs = torch.from_numpy(maze.obs(cells))
     rewards = a["critic"].rewards(obs[:-1], obs[1:]).numpy()
+    if variant in TERMINATING and out[1][0]:  # no reward after the crash (its step is the last that counts)
+        rewards[int(np.argmax(maze.blocked(cells[:-1], maze_policy(maze, a["q"])(cells[:-1])))) + 1:] = 0.0
     return {"variant": variant, "env": "maze", "xy": _plot_xy(maze, cells), "rewards": rewards,
             "success": bool(maze.reached(cells).any()), "return": float(rewards.sum())}
 

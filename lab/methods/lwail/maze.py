@@ -12,7 +12,9 @@ Each coarse cell is split into ``resolution x resolution`` fine cells. The point
 cell; its state is its position ``(x, y)`` in coarse-cell units (continuous coordinates, what the networks see). An
 action moves it one fine cell in one of 8 directions; a move into a wall, or a diagonal move that would cut a wall's
 corner, leaves it where it is. With probability ``slip`` the action is replaced by a random one (stochastic
-dynamics, so that a goal-reach *rate* means something). There is no termination: an episode lasts ``horizon`` steps.
+dynamics, so that a goal-reach *rate* means something). There is no termination: an episode lasts ``horizon`` steps,
+unless ``crash`` is set: then choosing a move into a wall (or across a wall's corner) ends the episode, as a fall ends
+a MuJoCo episode (a slip never does: the chosen move counts).
 
 Geodesic distances are breadth-first search over the same 8 moves (the number of steps a perfect agent needs).
 The expert's one state-only episode is a shortest path from the start to the goal.
@@ -172,15 +174,27 @@ class Maze:
             out.append(cells)
         return {"cells": np.stack(out, 1)}
 
-    def rollout(self, policy, n: int, horizon: int, slip: float, rng: np.random.Generator) -> np.ndarray:
+    def blocked(self, cells: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Whether each of ``actions (n,)`` from ``cells (n, 2)`` is a move into a wall (the point stays): ``(n,)``
+        bool, a crash where episodes end on one."""
+        cells = np.asarray(cells, np.int64)
+        return np.all(self.moves(cells, np.asarray(actions, np.int64)) == cells, axis=1)
+
+    def rollout(self, policy, n: int, horizon: int, slip: float, rng: np.random.Generator,
+                crash: bool = False) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
         """``n`` episodes of ``policy(cells (n, 2)) -> actions (n,)`` from the start: cells
-        ``(n, horizon + 1, 2)``."""
+        ``(n, horizon + 1, 2)``. With ``crash``, an episode ends when the policy chooses a move into a wall: its
+        cells stay where it crashed for the remaining steps, and the return is ``(cells, crashed (n,) bool)``
+        (the random draws are the same either way)."""
         cells = np.repeat(np.array([self.start]), n, 0)
-        out = [cells]
+        out, dead = [cells], np.zeros(n, bool)
         for _ in range(horizon):
-            cells = self.step(cells, policy(cells), slip, rng)
+            act = policy(cells)
+            if crash:
+                dead |= self.blocked(cells, act)
+            cells = np.where(dead[:, None], cells, self.step(cells, act, slip, rng))
             out.append(cells)
-        return np.stack(out, 1)
+        return (np.stack(out, 1), dead) if crash else np.stack(out, 1)
 
 
 def make_maze(resolution: int = 3, layout: tuple[str, ...] = LAYOUT) -> Maze:

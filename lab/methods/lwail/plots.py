@@ -18,7 +18,8 @@ __all__ = ["LABELS", "discussion", "distance_map_plot", "pendulum_plot", "reward
 
 LABELS = {"lwail": "LWAIL", "lwail_b": "LWAIL (2nd agent)", "euclid": "Euclidean WAIL", "gaifo": "GAIfO",
           "no_icvf": "LWAIL w/o ICVF", "negative": "reward sigmoid(-f) - 1", "raw": "reward -f",
-          "expert": "expert"}
+          "expert": "expert", "lwail_end": "LWAIL, walls end episodes", "lwail_b_end": "LWAIL (2nd), walls end",
+          "negative_end": "sigmoid(-f) - 1, walls end"}
 COLOURS = dict(zip(LABELS, PALETTE))
 
 
@@ -152,6 +153,18 @@ def discussion(ds: xr.Dataset) -> str:
         f"- The expert's one state-only episode has {ds.attrs['expert_length']} transitions; each agent gets "
         f"{int(ds.env_steps.values[-1])} env steps.",
     ]
+    if "expert_move_rate" in ds:
+        lines.append("- **Competence** (the expert's moves each agent replays from the expert's own path states; a "
+                     "random policy 1/8): " + ", ".join(
+                         f"{_label(v)} {spread_text(ds.expert_move_rate.sel(variant=v).values)}" for v in succ) + ".")
+    if "lwail_end" in succ and "crashed" in ds:
+        crash = {v: float(np.mean(ds.crashed.sel(variant=v).values)) for v in ("lwail_end", "negative_end")}
+        lines.append(
+            f"- **Where episodes end** (a chosen move into a wall ends the episode): LWAIL reaches the goal "
+            f"{spread_text(succ['lwail_end'])} and ends {crash['lwail_end']:.0%} of its episodes in a wall; with the "
+            f"negative reward sigmoid(-f) - 1 the agent reaches it {spread_text(succ['negative_end'])} and ends "
+            f"{crash['negative_end']:.0%} in a wall (a negative reward makes ending early pay). In the maze that "
+            "never ends the two rewards differ by a constant, which leaves the optimal policy unchanged.")
     expert = float(np.mean(ds.expert_success.values))
     if np.mean(succ["lwail"]) < 0.9 * expert:
         lines.append(

@@ -18,17 +18,18 @@ from lab.cache import cached_model, cached_state
 from lab.core.runtime import resolve_device
 from lab.core.train import fit, seed_everything
 from lab.methods.lwail import model as M
-from lab.methods.lwail.config import VARIANTS, Config
+from lab.methods.lwail.config import TERMINATING, VARIANTS, Config
 from lab.methods.lwail.maze import Maze, make_maze
 
-__all__ = ["FORMAT", "REWARD", "Imitator", "StateData", "encoder", "expert_success", "maze_agent", "maze_data",
-           "maze_icvf", "maze_policy", "train_icvf"]
+__all__ = ["FORMAT", "REWARD", "Imitator", "StateData", "encoder", "expert_move_rate", "expert_success",
+           "maze_agent", "maze_data", "maze_icvf", "maze_policy", "train_icvf"]
 
 #: bump when training changes (invalidates cached models)
 FORMAT = 3
 #: the reward of each variant's critic output
 REWARD = {"lwail": "sigmoid", "lwail_b": "sigmoid", "euclid": "sigmoid", "no_icvf": "sigmoid", "gaifo": "gaifo",
-          "negative": "negative", "raw": "raw"}
+          "negative": "negative", "raw": "raw", "lwail_end": "sigmoid", "lwail_b_end": "sigmoid",
+          "negative_end": "negative"}
 #: DQN's soft target rate (faster than ICVF's: DQN takes a few thousand updates here)
 DQN_TAU = 0.02
 
@@ -198,35 +199,52 @@ def maze_policy(maze: Maze, q: nn.Module):
     return act
 
 
-def _evaluate(cfg: Config, maze: Maze, q: nn.Module, seed: int) -> tuple[float, float]:
-    """The greedy policy's goal-reach rate and progress: 1 - (closest geodesic distance to the goal in the
-    episode) / (the start's), both means over n_eval episodes."""
-    cells = maze.rollout(maze_policy(maze, q), cfg.n_eval, cfg.horizon, cfg.slip, np.random.default_rng([seed, 4]))
+def _evaluate(cfg: Config, maze: Maze, q: nn.Module, seed: int, crash: bool = False) -> tuple[float, float, float]:
+    """The greedy policy's goal-reach rate, progress (1 - (closest geodesic distance to the goal in the episode) /
+    (the start's)) and the share of episodes that end in a crash (NaN without ``crash``), means over n_eval
+    episodes."""
+    rng = np.random.default_rng([seed, 4])
+    out = maze.rollout(maze_policy(maze, q), cfg.n_eval, cfg.horizon, cfg.slip, rng, crash=crash)
+    cells, crashed = out if crash else (out, np.full(cfg.n_eval, np.nan))
     reached = maze.reached(cells.reshape(-1, 2)).reshape(cfg.n_eval, -1).any(1)
     dist = maze.distances(maze.goal)
     closest = dist[cells[..., 0], cells[..., 1]].min(1)
-    return float(reached.mean()), float(np.mean(1.0 - closest / dist[maze.start]))
+    return float(reached.mean()), float(np.mean(1.0 - closest / dist[maze.start])), float(np.mean(crashed))
+
+
+def expert_move_rate(maze: Maze, q: nn.Module) -> float:
+    """The share of the expert's path states (the goal excepted) at which the greedy action of ``q`` moves to the
+    expert's next state: the imitator replaying its one demonstration from the demonstration's own states (a
+    uniform random policy: 1/8, one move of the 8 leads there)."""
+    path = maze.expert_path()
+    nxt = maze.moves(path[:-1], maze_policy(maze, q)(path[:-1]))
+    return float(np.mean(np.all(nxt == path[1:], axis=1)))
 
 
 def _dqn_update(cfg: Config, q: nn.Module, q_t: nn.Module, opt, buffer: tuple, j: torch.Tensor, size: int) -> None:
-    """One double-DQN step with ``cfg.n_step`` returns on the buffer rows ``j`` (no terminal states: the maze only
-    truncates, so the target bootstraps at the episode's end); ``S``, ``S2`` are the policy's one-hot inputs.
+    """One double-DQN step with ``cfg.n_step`` returns on the buffer rows ``j``; ``buffer = (S, A, R, S2)`` or
+    ``(S, A, R, S2, D)``, ``S``, ``S2`` the policy's one-hot inputs and ``D (rows,)`` bool the terminal rows (a
+    crash in the :data:`TERMINATING` variants: the sum stops there and nothing is bootstrapped). The time limit is a
+    truncation: the target bootstraps at the episode's end.
 
     The buffer holds the ``n_envs`` environments' transitions vector step by vector step (row ``v * n_envs + e``),
     and every environment resets together every ``horizon`` steps, so row ``j``'s k-th successor in its episode is
     ``j + k * n_envs`` while ``(j // n_envs) % horizon + k < horizon`` and the row exists."""
-    S, A, R, S2 = buffer
+    S, A, R, S2 = buffer[:4]
+    D = buffer[4] if len(buffer) > 4 else torch.zeros(len(R), dtype=torch.bool)
     with torch.no_grad():
         t = (j // cfg.n_envs) % cfg.horizon
         ret, disc, last = torch.zeros(len(j)), torch.ones(len(j)), j.clone()
+        alive = torch.ones(len(j), dtype=torch.bool)
         for k in range(cfg.n_step):
             row = j + k * cfg.n_envs
-            ok = (t + k < cfg.horizon) & (row < size)
+            ok = alive & (t + k < cfg.horizon) & (row < size)
             ret += torch.where(ok, disc * R[row.clamp(max=size - 1)], torch.zeros(()))
             disc = torch.where(ok, disc * cfg.dqn_gamma, disc)
             last = torch.where(ok, row, last)
+            alive = alive & ~(ok & D[row.clamp(max=size - 1)])
         a2 = q(S2[last]).argmax(-1, keepdim=True)
-        y = ret + disc * q_t(S2[last]).gather(1, a2).squeeze(1)
+        y = ret + disc * (~D[last]).float() * q_t(S2[last]).gather(1, a2).squeeze(1)
     loss = F.smooth_l1_loss(q(S[j]).gather(1, A[j, None]).squeeze(1), y)
     opt.zero_grad()
     loss.backward()
@@ -239,7 +257,9 @@ def _dqn_update(cfg: Config, q: nn.Module, q_t: nn.Module, opt, buffer: tuple, j
 
 def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     """One agent: critic pretraining, then DQN with the critic's reward, relabelling the whole buffer after each
-    critic update. Returns the Q network's and critic's weights, the success curve and facts."""
+    critic update. In the :data:`TERMINATING` variants a chosen move into a wall ends the environment's episode
+    (a terminal transition; the environment restarts and runs to the common time limit). Returns the Q network's and
+    critic's weights, the success curve and facts."""
     dev = resolve_device(cfg.device)
     if dev.type != "cpu":  # a few thousand tiny steps: the CPU is faster than a transfer per step
         dev = torch.device("cpu")
@@ -265,6 +285,8 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     A = torch.zeros(cap, dtype=torch.long)
     I, I2 = torch.zeros(cap, len(maze.cells)), torch.zeros(cap, len(maze.cells))
     R = torch.zeros(cap)
+    D = torch.zeros(cap, dtype=torch.bool)
+    crash = variant in TERMINATING
     size, t, since = 0, 0, 0
     def starts() -> np.ndarray:
         if cfg.random_starts:
@@ -281,13 +303,17 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
         with torch.no_grad():
             greedy = q(torch.from_numpy(maze.onehot(cells))).argmax(-1).numpy()
         act = np.where(rng.random(cfg.n_envs) < eps, rng.integers(0, 8, cfg.n_envs), greedy)
+        ended = maze.blocked(cells, act) if crash else np.zeros(cfg.n_envs, bool)
         nxt = maze.step(cells, act, cfg.slip, rng)
         obs2 = torch.from_numpy(maze.obs(nxt))
         sl = slice(size, size + cfg.n_envs)
         S[sl], S2[sl], A[sl], R[sl] = obs, obs2, torch.from_numpy(act), critic.rewards(obs, obs2)
-        I[sl], I2[sl] = torch.from_numpy(maze.onehot(cells)), torch.from_numpy(maze.onehot(nxt))
+        I[sl], I2[sl], D[sl] = torch.from_numpy(maze.onehot(cells)), torch.from_numpy(maze.onehot(nxt)), \
+            torch.from_numpy(ended)
         size += cfg.n_envs
         since += cfg.n_envs
+        if ended.any():  # a crash: a terminal transition, that environment starts again
+            nxt = np.where(ended[:, None], starts(), nxt)
         cells, t = nxt, t + 1
         if t == cfg.horizon:  # time limit: a truncation, the value is still bootstrapped
             cells, t = starts(), 0
@@ -297,21 +323,22 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
             critic.update((S[lo:size], S2[lo:size]), cfg.critic_steps)
             R[:size] = critic.rewards(S[:size], S2[:size])  # relabel the whole buffer
         for _ in range(cfg.updates_per_step):
-            _dqn_update(cfg, q, q_t, opt, (I, A, R, I2), torch.randint(size, (cfg.batch_size,), generator=gen),
-                        size)
+            _dqn_update(cfg, q, q_t, opt, (I, A, R, I2, D),
+                        torch.randint(size, (cfg.batch_size,), generator=gen), size)
         if v in checks:
-            success, progress = _evaluate(cfg, maze, q, seed)
+            success, progress, crashed = _evaluate(cfg, maze, q, seed, crash)
             curve.append(success)
             steps_at.append(v * cfg.n_envs)
     return {"q": q.state_dict(), "critic": critic.f.state_dict(), "curve": np.array(curve, np.float64),
             "curve_steps": np.array(steps_at, np.int64), "success": float(curve[-1]),
-            "progress": progress}
+            "progress": progress, "crashed": crashed}
 
 
 def maze_agent(cfg: Config, variant: str, seed: int) -> dict:
     """A trained maze agent of ``variant`` and ``seed`` (cached on disk): ``q`` (QNet), ``critic`` (the reward
     function as an :class:`Imitator`), ``maze``, ``curve``/``curve_steps`` (success along training), ``success``,
-    ``progress`` (the final policy's mean 1 - closest geodesic distance to the goal / the start's)."""
+    ``progress`` (the final policy's mean 1 - closest geodesic distance to the goal / the start's), ``crashed``
+    (the share of evaluation episodes that end in a wall; NaN where episodes do not end)."""
     maze = make_maze(cfg.resolution)
     fields = ("resolution", "slip", "random_starts", "horizon", "hidden", "d_latent", "random_traj", "random_length",
               "icvf_steps", "icvf_batch", "icvf_lr", "expectile", "gamma", "icvf_target_rate", "p_random",
@@ -332,4 +359,5 @@ def maze_agent(cfg: Config, variant: str, seed: int) -> dict:
     critic.f.load_state_dict(state["critic"])
     return {"q": q.eval(), "critic": critic, "maze": maze, "icvf": icvf,
             "curve": np.asarray(state["curve"]), "curve_steps": np.asarray(state["curve_steps"]),
-            "success": float(state["success"]), "progress": float(state["progress"])}
+            "success": float(state["success"]), "progress": float(state["progress"]),
+            "crashed": float(state.get("crashed", np.nan))}

@@ -164,12 +164,13 @@ def _ds(ed, acc, saved=(900.0, 330.0, 950.0), grads=(100.0, 36.0, 108.0), seeds=
     accuracy = np.array([[acc[m] + 0.1 * s for m in cls_models] for s in range(seeds)])
     return xr.Dataset(
         {"energy_distance": (("seed", "toy_model"), energy), "energy_floor": (("seed",), np.zeros(seeds)),
+         "gaussian_energy": (("seed",), np.full(seeds, 0.03)),
          "accuracy": (("seed", "cls_model"), accuracy),
          "saved_bytes": (("task", "variant"), np.array([saved, saved]), {"units": "bytes"}),
          "grad_params": (("task", "variant"), np.array([grads, grads]), {"units": "parameters"})},
         coords={"seed": np.arange(seeds), "toy_model": list(toy_models), "cls_model": list(cls_models),
                 "task": ["toy", "classify"], "variant": ["e2e", "block", "joint"]},
-        attrs={"n_blocks": 3, "dataset": "digits", "n_test": 450},
+        attrs={"n_blocks": 3, "dataset": "digits", "n_test": 450, "n_classes": 10},
     )
 
 
@@ -208,6 +209,37 @@ def test_claims_fail_or_do_not_discriminate_without_the_effect():
     assert v["activation_memory_per_step"].verdict == "fails" and v["grad_params_per_step"].verdict == "fails"
 
 
+def test_models_that_did_not_learn_make_no_claim_hold():
+    """Each claim's verdict would be 'holds' but for one model that never learned its task."""
+    cases = [  # (claim, energy distances, accuracies, the competence check that fails)
+        ("blocks_match_e2e_accuracy", GOOD_ED, {"e2e": 60.0, "blocks": 59.0, "small": 56.0}, 0),
+        ("blocks_match_e2e_accuracy", GOOD_ED, {**GOOD_ACC, "small": 12.0}, 1),
+        ("blocks_match_e2e_samples", {**GOOD_ED, "e2e": 0.02, "blocks": 0.021, "small": 0.028}, GOOD_ACC, 0),
+        ("blocks_match_e2e_samples", {**GOOD_ED, "small": 0.05}, GOOD_ACC, 1),
+        ("equal_mass_beats_uniform", {**GOOD_ED, "uniform": 0.04}, GOOD_ACC, 1),
+    ]
+    for name, ed, acc, bad in cases:
+        r = _verdicts(_ds(ed, acc))[name]
+        assert r.verdict == "control not competent", (name, r)
+        assert [c.passed for c in r.competence] == [k != bad for k in range(len(r.competence))], (name, r)
+    e2e = _verdicts(_ds({**GOOD_ED, "e2e": 0.02, "blocks": 0.021, "small": 0.028}, GOOD_ACC))
+    assert e2e["blocks_match_e2e_samples"].competence[0].measured == pytest.approx(0.02 * 1.02 / 0.03)
+    acc = _verdicts(_ds(GOOD_ED, GOOD_ACC))["blocks_match_e2e_accuracy"]
+    assert [c.measured for c in acc.competence] == pytest.approx([90.0 - 97.0, 80.0 - 55.0])
+
+
+def test_the_worst_seed_decides_the_quality_claims():
+    """Two seeds with the paper's effect and one without: a mean over seeds would pass, the worst seed does not."""
+    ds = _ds(GOOD_ED, GOOD_ACC)
+    ds.energy_distance.loc[{"seed": 0, "toy_model": "uniform"}] = float(ds.energy_distance.sel(
+        seed=0, toy_model="blocks"))
+    ds.accuracy.loc[{"seed": 0, "cls_model": "blocks"}] = 85.0
+    v = _verdicts(ds)
+    uni, acc = v["equal_mass_beats_uniform"], v["blocks_match_e2e_accuracy"]
+    assert np.mean(uni.per_seed) >= 1.1 and uni.measured == pytest.approx(1.0) and uni.verdict == "fails"
+    assert np.mean(acc.per_seed) <= 3 and acc.measured == pytest.approx(5.0) and acc.verdict == "fails"
+
+
 def test_ci_run_has_the_documented_dims_and_measured_costs(ci_result):
     from lab.methods.diffusion_blocks.train import CLS_MODELS, TOY_MODELS
 
@@ -218,6 +250,9 @@ def test_ci_run_has_the_documented_dims_and_measured_costs(ci_result):
     assert ds.accuracy.dims == ("seed", "cls_model") and ds.sizes["cls_model"] == len(CLS_MODELS)
     assert ds.sizes["seed"] == cfg.n_seeds and ds.sizes["stage"] == cfg.n_blocks + 1
     assert np.isfinite(ds.path.values).all() and np.isfinite(ds.energy_distance.values).all()
+    # one Gaussian fitted to eight modes is far from the data: well above the estimator's noise
+    assert (ds.gaussian_energy > 2 * abs(ds.energy_floor)).all()
+    assert [r.name for r in res.claims if r.headline] == ["blocks_match_e2e_accuracy"]
     # the measured cost: one block well under the whole network, every block at once about as much
     for var in ("saved_bytes", "grad_params"):
         for task in ("toy", "classify"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
@@ -34,6 +35,16 @@ N_PATH = 600
 EVAL_OFFSET = 1_000_000
 
 
+def _gaussian_energy(cfg: Config, seed: int, ref) -> float:
+    """Energy distance to ``ref`` of ``n_eval`` points from one Gaussian with the mean and covariance of the seed's
+    training points: what a generator that learned only the first two moments scores (the competence bar)."""
+    train = toy_data(cfg.toy, cfg.toy_train, seed, cfg.sigma_data).double()  # (n, 2)
+    mean, chol = train.mean(0), torch.linalg.cholesky(torch.cov(train.T))
+    gen = torch.Generator().manual_seed(seed + 4 * EVAL_OFFSET)
+    z = torch.randn(cfg.n_eval, 2, generator=gen, dtype=torch.float64)
+    return M.energy_distance((mean + z @ chol.T).to(ref.dtype), ref)
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train every model for every seed (or load it from the cache), score it, measure one step's cost.
 
@@ -46,7 +57,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     S, B = cfg.n_seeds, cfg.n_blocks
     energy, toy_cpu = np.full((S, len(TOY_MODELS)), np.nan), np.full((S, len(TOY_MODELS)), np.nan)
     accuracy, cls_cpu = np.full((S, len(CLS_MODELS)), np.nan), np.full((S, len(CLS_MODELS)), np.nan)
-    floor = np.full(S, np.nan)
+    floor, gaussian = np.full(S, np.nan), np.full(S, np.nan)
     n_path = min(N_PATH, cfg.n_eval)
     path = np.full((B + 1, n_path, 2), np.nan)
     final_e2e = np.full((n_path, 2), np.nan)
@@ -55,6 +66,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         for s, seed in enumerate(cfg.seeds):
             ref = toy_data(cfg.toy, cfg.n_eval, seed + EVAL_OFFSET, cfg.sigma_data)
             floor[s] = M.energy_distance(toy_data(cfg.toy, cfg.n_eval, seed + 2 * EVAL_OFFSET, cfg.sigma_data), ref)
+            gaussian[s] = _gaussian_energy(cfg, seed, ref)
             for m, kind in enumerate(TOY_MODELS):
                 trained = toy_run(cfg, kind, seed)
                 samples, states = sample_toy(cfg, trained.model, cfg.n_eval, seed)
@@ -86,6 +98,10 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                                  "units": "1"}),
             "energy_floor": (("seed",), floor, {"long_name": "energy distance between two fresh data samples of "
                                                              "the same size (the estimator's noise)", "units": "1"}),
+            "gaussian_energy": (("seed",), gaussian,
+                                {"long_name": "energy distance to the same fresh data of one Gaussian with the "
+                                              "training points' mean and covariance (the generators' competence bar)",
+                                 "units": "1"}),
             "toy_train_cpu": (("seed", "toy_model"), toy_cpu,
                               {"long_name": "CPU time of training (as measured when trained, cached runs included)",
                                "units": "s"}),
@@ -130,5 +146,6 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         },
         attrs={"toy": cfg.toy, "dataset": cfg.dataset, "n_blocks": B, "n_layers": cfg.n_layers,
                "p_mean": cfg.p_mean, "p_std": cfg.p_std, "sigma_min": cfg.sigma_min, "sigma_max": cfg.sigma_max,
-               "n_eval": cfg.n_eval, "n_test": len(task.x_test), "run_cpu_time_s": time.process_time() - start_cpu},
+               "n_eval": cfg.n_eval, "n_test": len(task.x_test), "n_classes": task.n_classes,
+               "run_cpu_time_s": time.process_time() - start_cpu},
     )

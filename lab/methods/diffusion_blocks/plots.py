@@ -124,7 +124,10 @@ def discussion(ds: xr.Dataset) -> str:
         f"{spread(ed.sel(toy_model='e2e'))}; blocks, equal mass {spread(ed.sel(toy_model='blocks'))}; the same "
         f"from another seed {spread(ed.sel(toy_model='blocks_b'))}; uniform {spread(ed.sel(toy_model='uniform'))}; "
         f"one block's size alone {spread(ed.sel(toy_model='small'))}. The estimator's noise floor (two data "
-        f"samples of {ds.attrs['n_eval']} points) is {spread(ds.energy_floor)}.",
+        f"samples of {ds.attrs['n_eval']} points) is {spread(ds.energy_floor)}"
+        + (f"; one Gaussian with the data's mean and covariance scores {spread(ds.gaussian_energy)}, the bar every "
+           "denoiser must beat (the end-to-end one by half) to count as having learned the data."
+           if "gaussian_energy" in ds else "."),
         f"- **Classification** ({ds.attrs['dataset']}, {ds.attrs['n_test']} test examples, %): end to end "
         f"{spread(acc.sel(cls_model='e2e'))}, blocks {spread(acc.sel(cls_model='blocks'))}, one block's size "
         f"trained end to end {spread(acc.sel(cls_model='small'))}. When the small network is as good as the deep "

@@ -1,10 +1,14 @@
 """The SSM-INR paper's claims, each read from the run's Dataset alone.
 
 Every comparison is a PSNR difference per (datum, seed) at the same parameter budget; the statistic is the mean
-over data x seeds (the table shows the spread). Thresholds are half the paper's own margins (our convention: a
-smaller model and datum than the paper's, but an effect of the paper's sign and a comparable size). The controls:
-a second LPNet-Conv from another seed in S3K's place (the gap two seeds make), and the Gaussian image pyramid in the
-Laplacian pyramid's place (the paper's own ablation, where the image pyramid does not help).
+over data x seeds (the table shows the spread). Thresholds are the paper's own margins: half of them (the earlier
+convention) lay inside the seed noise of a quick run, where two LPNet-Conv seeds differ by about as much in the mean
+over the data (``lpnet_conv_b`` against ``lpnet_conv``). The headline is
+LPNet-S3K against the strongest baseline of each (datum, seed). The controls: a second LPNet-Conv from another seed
+in S3K's place (the gap a reseeded baseline makes), and the Gaussian image pyramid in the Laplacian pyramid's place
+(the paper's own ablation, where the image pyramid does not help). Every fit a claim compares against, and every
+control, is learned: each carries a competence check, its PSNR above the datum's thumbnail (``psnr_thumbnail``: the
+datum area-averaged to the latent grid and upsampled, no learning) on every datum and seed.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, over_seeds
+
+#: the baselines of the headline: the other models (the ablations s3k_flat, ... and the reseeded lpnet_conv_b aside)
+BASELINES = ("lpnet_conv", "lpnet_mamba", "convnext", "siren")
 
 
 def _gap(ds: xr.Dataset, a: str, b: str) -> np.ndarray:
@@ -44,13 +51,34 @@ def _rate_distortion(ds: xr.Dataset) -> Measurement:
     return Measurement(slope, "dB per doubling of the parameters: " + ", ".join(f"{v} {s:.2f}" for v, s in rows))
 
 
-def _best_baseline(ds: xr.Dataset) -> Measurement:
-    others = [v for v in ("lpnet_conv", "lpnet_mamba", "convnext", "siren") if v in ds.variant.values]
-    means = {v: float(ds.psnr.sel(variant=v).mean()) for v in others}
-    best = max(means, key=means.get)
-    return over_seeds(_gap(ds, "lpnet_s3k", best), "mean",
-                      f"{_mean(ds, 'lpnet_s3k')} vs the best baseline {best}; "
-                      + ", ".join(f"{v} {m:.2f}" for v, m in means.items()))
+def _strongest(ds: xr.Dataset, a: str) -> Measurement:
+    """``a`` minus the strongest baseline of each (datum, seed), per (datum, seed)."""
+    base = ds.psnr.sel(variant=[v for v in BASELINES if v in ds.variant.values])
+    best = base.max("variant")  # (datum, seed)
+    which = sorted({str(base.variant.values[i]) for i in base.argmax("variant").values.ravel()})
+    means = ", ".join(f"{v} {float(base.sel(variant=v).mean()):.2f}" for v in base.variant.values)
+    return over_seeds((ds.psnr.sel(variant=a) - best).values.ravel(), "mean",
+                      f"{_mean(ds, a)} vs the strongest baseline of each datum and seed ({', '.join(which)}) "
+                      f"{float(best.mean()):.2f} dB; means: {means}")
+
+
+def _margin(variant: str):
+    """A fit's PSNR minus the datum's thumbnail, worst (datum, seed): its competence."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        gap = (ds.psnr.sel(variant=variant) - ds.psnr_thumbnail).values.ravel()
+        return over_seeds(gap, "min", f"{_mean(ds, variant)} vs thumbnails "
+                                      f"{float(ds.psnr_thumbnail.mean()):.2f} dB (mean), worst datum and seed")
+
+    return measure
+
+
+def _competent(*variants: str) -> tuple[Competence, ...]:
+    return tuple(Competence(label=f"{v}, PSNR above the datum's thumbnail (worst datum and seed)",
+                            measure=_margin(v), op=">", threshold=0.0,
+                            threshold_source="the datum area-averaged to the latent grid and upsampled: no learning "
+                                             "and fewer numbers than the fit's parameters; a fit below it has not "
+                                             "learned its datum", unit="dB") for v in variants)
 
 
 CLAIMS = [
@@ -61,11 +89,13 @@ CLAIMS = [
         source="paper [secondary, unverified]: Kodak PSNR LPNet-S3K 28.09 vs LPNet-Conv 27.44 dB",
         measure=_pair("lpnet_s3k", "lpnet_conv"),
         op=">",
-        threshold=0.325,
-        threshold_source="half the paper's Kodak margin (0.65 dB), our convention",
+        threshold=0.65,
+        threshold_source="the paper's Kodak margin (0.65 dB); half of it lies inside the gap two LPNet-Conv seeds "
+                         "make",
         unit="dB",
         control=_pair("lpnet_conv_b", "lpnet_conv"),
         control_label="a second LPNet-Conv (other seed) in LPNet-S3K's place: the gap seeds alone make",
+        competence=_competent("lpnet_conv", "lpnet_conv_b"),
     ),
     Claim(
         name="pyramid_helps_s3k",
@@ -74,11 +104,12 @@ CLAIMS = [
         source="paper's CIFAR-100 ablation [secondary, unverified]: S4D 25.49 (no pyramid) -> 26.06 dB (Laplacian)",
         measure=_pair("lpnet_s3k", "s3k_flat"),
         op=">",
-        threshold=0.285,
-        threshold_source="half the paper's S4D gain (0.57 dB), our convention",
+        threshold=0.57,
+        threshold_source="the paper's S4D gain (0.57 dB); half of it lies inside the gap two LPNet-Conv seeds make",
         unit="dB",
         control=_pair("s3k_image_pyramid", "s3k_flat"),
         control_label="the Gaussian image pyramid in the Laplacian's place (paper: 25.48, no gain)",
+        competence=_competent("s3k_flat", "s3k_image_pyramid"),
     ),
     Claim(
         name="pyramid_helps_mamba",
@@ -87,11 +118,12 @@ CLAIMS = [
         source="paper's CIFAR-100 ablation [secondary, unverified]: Mamba 24.90 (no pyramid) -> 26.58 dB",
         measure=_pair("lpnet_mamba", "mamba_flat"),
         op=">",
-        threshold=0.84,
-        threshold_source="half the paper's Mamba gain (1.68 dB), our convention",
+        threshold=1.68,
+        threshold_source="the paper's Mamba gain (1.68 dB), as for the S3K encoder",
         unit="dB",
         control=_pair("mamba_image_pyramid", "mamba_flat"),
         control_label="the Gaussian image pyramid in the Laplacian's place (paper: 24.78, no gain)",
+        competence=_competent("mamba_flat", "mamba_image_pyramid"),
     ),
     Claim(
         name="stacking_s3k",
@@ -120,15 +152,20 @@ CLAIMS = [
     ),
     Claim(
         name="s3k_vs_best_baseline",
-        statement="LPNet-S3K against the best of LPNet-Conv, LPNet-Mamba, ConvNeXt and SIREN at the same "
-                  "parameter count (mean over data x seeds)",
-        source="paper [secondary, unverified]: LPNet-S3K best on Kodak (ConvNeXt 25.99, LPNet-Mamba 27.51); "
-               "SIREN was asked for by reviewers (no number)",
-        measure=_best_baseline,
+        statement="LPNet-S3K beats the strongest of LPNet-Conv, LPNet-Mamba, ConvNeXt and SIREN at the same "
+                  "parameter count, the strongest taken per datum and seed (mean over data x seeds)",
+        source="paper [secondary, unverified]: Kodak PSNR LPNet-S3K 28.09 vs the best baseline LPNet-Mamba 27.51 dB "
+               "(ConvNeXt 25.99, LPNet-Conv 27.44); SIREN was asked for by reviewers (no number)",
+        measure=lambda ds: _strongest(ds, "lpnet_s3k"),
         op=">",
-        threshold=0.0,
-        threshold_source="the paper's ranking; a report row, no verdict",
+        threshold=0.58,
+        threshold_source="the paper's Kodak margin over its best baseline (0.58 dB); half of it lies inside the gap "
+                         "two LPNet-Conv seeds make",
         unit="dB",
-        report=True,
+        control=lambda ds: _strongest(ds, "lpnet_conv_b"),
+        control_label="a second LPNet-Conv (other seed) in LPNet-S3K's place, against the same strongest "
+                      "baselines: the margin a reseeded baseline makes",
+        competence=_competent(*BASELINES, "lpnet_conv_b"),
+        headline=True,
     ),
 ]

@@ -4,13 +4,15 @@ from another seed: the seed-noise control), and the rate-distortion curve of som
 from __future__ import annotations
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 import xarray as xr
 from tqdm.auto import tqdm
 
 from lab.core.runtime import threads
 from lab.methods.ssm_inr.config import VARIANTS, Config
-from lab.methods.ssm_inr.data import VIDEO
-from lab.methods.ssm_inr.train import fit_one
+from lab.methods.ssm_inr.data import VIDEO, load
+from lab.methods.ssm_inr.train import fit_one, psnr
 
 __all__ = ["run"]
 
@@ -20,12 +22,24 @@ SECOND_SEED = 1000
 CURVE_POINTS = 50
 
 
+def thumbnail_psnr(cfg: Config, datum: str) -> float:
+    """PSNR of the datum's thumbnail: each frame area-averaged to the latent grid (``size / factor`` per side, 3
+    numbers per cell) and upsampled bilinearly. No learning, and (in every profile) fewer numbers than a model's
+    parameters: a fit that does not beat it has not learned to represent its datum (the competence bar of the
+    learned baselines and controls)."""
+    x = torch.from_numpy(load(datum, cfg.size, cfg.frames))  # (frames, 3, H, W)
+    small = F.adaptive_avg_pool2d(x, cfg.size // cfg.factor)
+    up = F.interpolate(small, size=cfg.size, mode="bilinear", align_corners=False).clamp(0, 1)
+    return psnr(x.numpy(), up.numpy())
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Fit every variant to every datum and seed at ``cfg.budget`` parameters, plus ``lpnet_conv_b`` (LPNet-Conv
     from another seed), and ``cfg.rd_variants`` at every ``cfg.rd_budgets`` on the first datum and seed.
 
     Returns:
-        Dataset with dims datum, seed, variant, rd_variant, rd_budget, point, frame, channel, y, x.
+        Dataset with dims datum, seed, variant, rd_variant, rd_budget, point, frame, channel, y, x (and
+        ``psnr_thumbnail`` per datum: the non-learned reference of the competence checks).
     """
     variants = [*VARIANTS, "lpnet_conv_b"]
     D, S, V = len(cfg.data), len(cfg.seeds), len(variants)
@@ -64,9 +78,14 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                         rd_psnr[r, b], rd_ssim[r, b], rd_params[r, b] = f.psnr, f.ssim, f.params
                         bar.update(1)
     bar.close()
+    thumbnail = np.array([thumbnail_psnr(cfg, datum) for datum in cfg.data])
     dims = ("datum", "seed", "variant")
     return xr.Dataset(
         {
+            "psnr_thumbnail": (("datum",), thumbnail,
+                               {"long_name": "PSNR of the datum's thumbnail: area-averaged to the latent grid "
+                                             "(size / factor per side) and upsampled bilinearly, no learning (the "
+                                             "fits' competence bar)", "units": "dB"}),
             "psnr": (dims, psnr, {"long_name": "PSNR of the reconstruction at the claim budget", "units": "dB"}),
             "ssim": (dims, ssim, {"long_name": "mean SSIM over the frames (scikit-image)", "units": "1"}),
             "train_time": (dims, seconds, {"long_name": "training wall time of the fit (of the original fit when "

@@ -141,6 +141,9 @@ def test_ci_run_has_documented_dims_and_every_claim_a_control(ci_result):
         assert np.isfinite(r.measured), r.name
         if claim.control is not None:
             assert r.control_measured is not None and np.isfinite(r.control_measured), r.name
+            # nothing is learned here: every control is the order swapped, stated as analytic
+            assert "n = 2" in claim.control_analytic and not claim.competence, claim.name
+    assert [c.name for c in CLAIMS if c.headline] == ["no_self_noise"]
 
 
 def test_claims_recheck_from_saved_file(ci_result, tmp_path):

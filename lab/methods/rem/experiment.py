@@ -29,7 +29,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     data = load_data(cfg)
     S, C, R, Mn = cfg.n_seeds, len(cfg.corruptions), len(cfg.discovery_rates), len(METHODS)
     shape = (S, C, R, Mn)
-    utility, healed, memorised, clean, healed_f, healed_u = (np.full(shape, np.nan) for _ in range(6))
+    utility, healed, memorised, clean, healed_f, healed_u, memorised_f = (np.full(shape, np.nan) for _ in range(7))
     absorbed = np.full((S, C, R, len(GROUPS), len(UNITS)), np.nan)
     share = np.full((S, C, R, len(GROUPS)), np.nan)
     n_forget = np.zeros((S, C, R), dtype=np.int64)
@@ -55,6 +55,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                         memorised[s, c, r, m] = accuracy(net, bad.x[is_bad], bad.y[is_bad])
                         clean[s, c, r, m] = accuracy(net, bad.x[~is_bad], bad.y[~is_bad])
                         healed_f[s, c, r, m] = accuracy(net, bad.x[known], bad.y_true[known])
+                        memorised_f[s, c, r, m] = accuracy(net, bad.x[known], bad.y[known])
                         healed_u[s, c, r, m] = accuracy(net, bad.x[hidden], bad.y_true[hidden])
                     big, (masks, _) = cell.rem_full["rem"], cell.masks["rem"]
                     for g, sel in enumerate((known, hidden, ~is_bad)):
@@ -78,6 +79,10 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "clean_train": (dims, clean, {"long_name": "accuracy on the clean training examples", "units": "%"}),
             "healed_discovered": (dims, healed_f, {"long_name": "Healed on the discovered corrupted examples",
                                                    "units": "%"}),
+            "memorised_discovered": (dims, memorised_f,
+                                     {"long_name": "accuracy on the discovered corrupted examples (the forget set) "
+                                                   "w.r.t. their corrupted labels: what a forget term removes",
+                                      "units": "%"}),
             "healed_undiscovered": (dims, healed_u, {"long_name": "Healed on the undiscovered corrupted examples "
                                                                   "(NaN at discovery rate 1)", "units": "%"}),
             "rem_absorbed": (("seed", "corruption", "rate", "group", "units"), absorbed,

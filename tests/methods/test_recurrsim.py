@@ -176,6 +176,18 @@ def test_rollout_metrics_and_correlation_horizon():
     np.testing.assert_array_equal(tau, [[3, 2, 1], [4, 4, 4]])  # frames before the first drop; H if never
 
 
+def test_persistence_is_the_error_of_the_zero_increment():
+    """Predicting no change scores ||u(t) - u(t + dt)|| / ||u(t + dt)||, the same pairs one_step_nrmse reads: a
+    model whose step adds nothing matches it exactly, the true step scores 0."""
+    from lab.methods.recurrsim.metrics import one_step_nrmse, persistence_one_step_nrmse
+
+    traj = np.stack([np.full((3, 8), 1.0 + 0.1 * t) for t in range(5)], axis=1)  # (3, 5, 8): u grows by 0.1
+    expected = np.mean([0.1 / (1.0 + 0.1 * t) for t in range(1, 4)])  # the first horizon = 3 pairs
+    assert persistence_one_step_nrmse(traj, 3) == pytest.approx(expected)
+    assert one_step_nrmse(lambda u, K: u, traj, None, 3) == pytest.approx(expected)
+    assert one_step_nrmse(lambda u, K: u + 0.1, traj, None, 3) == pytest.approx(0.0, abs=1e-7)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Training and its cache
 # --------------------------------------------------------------------------------------------------------------------
@@ -285,6 +297,8 @@ def test_run_ci_gives_the_documented_dataset(ci_result, tmp_path):
         assert var.attrs.get("long_name") and var.attrs.get("units"), name
     assert np.isfinite(ds.val_nrmse.values).all() and ds.val_nrmse.dims == ("equation", "K")
     assert (ds.nrmse_step.sel(step=0) == 0).all()
+    assert ds.persistence_one_step_nrmse.dims == ("equation",) and (ds.persistence_one_step_nrmse > 0).all()
+    assert ds.attrs["deq_max_iter"] == cfg.deq_max_iter
     for model in ("fno", "kblind"):  # K-blind models: their values repeated along K
         v = ds.nrmse.sel(model=model).values
         assert np.all(v == v[..., :1]), model
@@ -310,6 +324,8 @@ def test_run_ci_gives_the_documented_dataset(ci_result, tmp_path):
         assert (r.control_measured is None) == (c.control is None), r.name
         if r.control_measured is not None:
             assert np.isfinite(r.control_measured), (r.name, r.control_detail)
+        for comp in r.competence:  # six iterations teach nothing: no better than predicting no change
+            assert 0.5 < comp.measured < 2.0 and not comp.passed, (r.name, comp)
     # a saved result is re-checked without re-running
     path = lab.save(ds, tmp_path / "rs.nc")
     assert [r.measured for r in lab.check(path)] == pytest.approx([r.measured for r in result.claims], nan_ok=True)
@@ -333,6 +349,7 @@ def _synthetic(cfg: Config, *, recurrsim=None, val=None):
     }
     taus = {m: (tau_rs if m in ("recurrsim", "fixed_k", "deq") else np.full_like(Ks, 0.9 * H)) for m in models}
     taus["kblind"] = np.full_like(Ks, float(np.interp(kb, Ks, tau_rs)))
+    taus["fixed_k"] = tau_rs / (1 + (Ks > kf) * Ks / kf)  # the fixed-K model's horizon shrinks past its depth
     layers = {m: Ks + 2 for m in models} | {"fno": np.full_like(Ks, 3), "fno_2x": np.full_like(Ks, 6),
                                             "kblind": np.full_like(Ks, kb + 2)}
     nE = len(cfg.equations)
@@ -345,10 +362,13 @@ def _synthetic(cfg: Config, *, recurrsim=None, val=None):
         {"nrmse": (dims, stack(curves)), "tau_mean": (dims, stack(taus)), "layers_per_step": (dims, stack(layers)),
          "time_per_step": (dims, stack({m: 1e-3 * v for m, v in layers.items()})),
          "val_nrmse": (("equation", "K"), np.broadcast_to(1.1 * rs if val is None else val, (nE, len(Ks))).copy()),
-         "n_params": (("equation", "model"), np.tile([1000, 1000, 1000, 1000, 2000, 1000], (nE, 1)))},
+         "n_params": (("equation", "model"), np.tile([1000, 1000, 1000, 1000, 2000, 1000], (nE, 1))),
+         # every learned model steps a tenth as far off as predicting no change (competent)
+         "one_step_nrmse": (dims, np.full((nE, len(models), len(Ks)), 0.002)),
+         "persistence_one_step_nrmse": (("equation",), np.full(nE, 0.02))},
         coords={"equation": list(cfg.equations), "model": models, "K": np.array(cfg.K_eval),
                 "step": np.arange(H + 1)},
-        attrs={"fixed_depth": kf, "kblind_depth": kb},
+        attrs={"fixed_depth": kf, "kblind_depth": kb, "deq_max_iter": cfg.deq_max_iter},
     )
     return ds
 
@@ -391,8 +411,8 @@ def _with_seeds(ds, curves):
 
 
 def test_depth_claims_state_their_worst_seed():
-    """A seed whose error rises past the training depth fails recurrsim_holds_beyond though the first seed holds;
-    the spread is reported and the K-blind control is measured on every seed too."""
+    """A seed whose error rises past the training depth fails recurrsim_holds_beyond and the headline (its error
+    rises with K) though the first seed holds; the spread is reported."""
     from lab.claims import evaluate
 
     cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32; fixed_depth 8
@@ -403,10 +423,32 @@ def test_depth_claims_state_their_worst_seed():
     holds = r["recurrsim_holds_beyond"]
     assert holds.per_seed[0] < 1.05 < holds.per_seed[2] and holds.measured == max(holds.per_seed)
     assert holds.verdict == "fails" and holds.seeds_holding == 2
-    assert r["error_falls_with_K"].verdict == "holds" and len(r["error_falls_with_K"].per_seed) == 3
-    assert r["error_falls_with_K"].control_measured == pytest.approx(1.0)
+    falls = r["error_falls_with_K"]
+    assert falls.headline and len(falls.per_seed) == 3 and falls.seeds_holding == 2 and falls.verdict == "fails"
+    assert falls.per_seed[2] == pytest.approx(1.2 * good[4] / good[3] / 1.05)  # +9.5% at K = 8 -> 16
     r = {r.name: r for r in evaluate(CLAIMS, _with_seeds(ds, [good, good]))}
-    assert r["recurrsim_holds_beyond"].verdict == "holds"
+    assert r["recurrsim_holds_beyond"].verdict == "holds" and r["error_falls_with_K"].verdict == "holds"
+    # the control, the model trained at K = 8 alone: falls from K = 1 to 8, then rises 2.7x at K = 16
+    control = r["error_falls_with_K"]
+    assert control.control_passed is False and "largest rise x2.74 at K=8->16" in control.control_detail
+
+
+def test_the_headline_needs_a_competent_control_trained_without_random_depth():
+    """A fixed-K model no better than predicting no change at its own depth proves nothing (control not competent);
+    one that learned and whose error also falls and never rises with K takes the headline's claim away (does not
+    discriminate): then the fall is not what randomised depth bought."""
+    from lab.claims import evaluate
+
+    cfg = Config.from_profile("quick")
+    ds = _synthetic(cfg)
+    ds["one_step_nrmse"].loc[dict(model="fixed_k")] = 0.02  # the zero increment's error: it learned nothing
+    r = {r.name: r for r in evaluate(CLAIMS, ds)}
+    for name in ("error_falls_with_K", "error_saturates", "recurrsim_holds_beyond", "fixed_k_degrades", "beats_deq"):
+        assert r[name].verdict == "control not competent", (name, r[name].verdict)
+    assert r["matches_fno_2x"].verdict == "holds"  # its models are the FNOs
+    ds = _synthetic(cfg)
+    ds["nrmse"].loc[dict(model="fixed_k")] = 1.1 * ds.nrmse.sel(model="recurrsim")
+    assert {r.name: r for r in evaluate(CLAIMS, ds)}["error_falls_with_K"].verdict == "does not discriminate"
 
 
 def test_depth_claims_fail_for_a_model_that_ignores_K():

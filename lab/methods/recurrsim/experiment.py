@@ -22,7 +22,13 @@ from lab.core.runtime import threads
 from lab.datasets.pde import rollout
 from lab.methods.recurrsim import train
 from lab.methods.recurrsim.config import MODELS, Config
-from lab.methods.recurrsim.metrics import correlation_horizon, one_step_nrmse, rollout_metrics, time_per_step
+from lab.methods.recurrsim.metrics import (
+    correlation_horizon,
+    one_step_nrmse,
+    persistence_one_step_nrmse,
+    rollout_metrics,
+    time_per_step,
+)
 from lab.methods.recurrsim.model import FrozenDepth, LearnedStepper, count_parameters, fourier_layers_per_step
 
 __all__ = ["run"]
@@ -95,7 +101,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     nrmse_traj = full(nE, nM, nK, cfg.n_test)
     nrmse_step, corr = full(nE, nM, nK, H + 1), full(nE, nM, nK, H + 1)
     tau = full(nE, nM, nK, len(alphas))
-    n_params, train_seconds, dts, extents = full(nE, nM), full(nE, nM), full(nE), full(nE)
+    n_params, train_seconds, dts, extents, persist = full(nE, nM), full(nE, nM), full(nE), full(nE), full(nE)
     layers, val_nrmse = full(nE, nM, nK), full(nE, nK)
     seeds = [cfg.seed + i for i in range(cfg.seeds)]
     seed_nrmse, seed_tau, seed_kb_nrmse, seed_kb_tau = (full(nE, len(seeds), nK), full(nE, len(seeds), nK),
@@ -114,6 +120,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             val = train.load_split(cfg, eq, "val", progress=progress)
             by_kind: dict[str, torch.nn.Module] = {}
             dts[e], extents[e] = train.frame_dt(cfg, eq), train.domain_extent(cfg, eq)
+            persist[e] = persistence_one_step_nrmse(test, H)
             for m, kind in enumerate(models):
                 bar.set_postfix_str(f"{eq}: {kind}")
                 if kind == "kblind":  # the control: no training, RecurrSim's weights at one depth
@@ -174,6 +181,11 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                                               "units": "s"}),
             "layers_per_step": (dims3, layers, {"long_name": "Fourier layers applied per step (RecurrFNO: K + 2; "
                                                 "FNO: 3, 2x FNO: 6); lift and projection alike", "units": "layers"}),
+            "persistence_one_step_nrmse": (("equation",), persist,
+                                           {"long_name": "teacher-forced one-step nRMSE of predicting no change "
+                                                         "(u(t + dt) = u(t)) on the test pairs of one_step_nrmse: "
+                                                         "the zero increment, a simulator's chance level",
+                                            "units": "1"}),
             "val_nrmse": (("equation", "K"), val_nrmse, {"long_name": "RecurrSim rollout nRMSE on the validation "
                                                          "trajectories (picks the depth it needs)", "units": "1"}),
             "seed_nrmse": (("equation", "seed", "K"), seed_nrmse,
@@ -226,6 +238,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         grad_depth=cfg.grad_depth,
         rollout_steps=H,
         kblind_depth=K_frozen,
+        deq_max_iter=cfg.deq_max_iter,
         n_val=cfg.n_val,
         note="fixed-depth models (fno, fno_2x) and the K-blind control ignore K: their values are repeated along K",
     )

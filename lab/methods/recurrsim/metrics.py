@@ -11,7 +11,7 @@ import torch
 
 from lab.methods.recurrsim.train import pairs
 
-__all__ = ["correlation_horizon", "one_step_nrmse", "rollout_metrics", "time_per_step"]
+__all__ = ["correlation_horizon", "one_step_nrmse", "persistence_one_step_nrmse", "rollout_metrics", "time_per_step"]
 
 
 def rollout_metrics(pred: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
@@ -76,4 +76,14 @@ def one_step_nrmse(model: torch.nn.Module, test: np.ndarray, K: int | None, hori
         pred = model(x, K)
     space = tuple(range(1, y.dim()))
     err = torch.sqrt(((pred - y) ** 2).sum(space) / (y**2).sum(space).clamp_min(1e-30))
+    return float(err.mean())
+
+
+def persistence_one_step_nrmse(test: np.ndarray, horizon: int) -> float:
+    """The one-step nRMSE of predicting no change, u(t + dt) = u(t), on the same test pairs as
+    :func:`one_step_nrmse`: the error of a zero increment, the chance level of a simulator trained to predict the
+    increment. ``test``: (n_traj, T + 1, *spatial)."""
+    x, y = pairs(test[:, : horizon + 1])
+    space = tuple(range(1, y.dim()))
+    err = torch.sqrt(((x - y) ** 2).sum(space) / (y**2).sum(space).clamp_min(1e-30))
     return float(err.mean())

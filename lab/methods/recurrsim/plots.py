@@ -21,7 +21,7 @@ MODEL_STYLE = {
     "deq": dict(color=PALETTE[2], label="FNO-DEQ"),
     "fno": dict(color=PALETTE[3], label="FNO, same params"),
     "fno_2x": dict(color=PALETTE[5], label="FNO, 2x params"),
-    "kblind": dict(color="#999999", label="K-blind control"),
+    "kblind": dict(color="#999999", label="K-blind (depth frozen)"),
 }
 RECURRENT = ("recurrsim", "fixed_k", "deq")
 TRUTH, PRED = "#222222", PALETTE[0]
@@ -296,11 +296,14 @@ def discussion(ds: xr.Dataset, claims) -> str:
         fno, fno2 = float(d.nrmse.sel(model="fno").isel(K=0)), float(d.nrmse.sel(model="fno_2x").isel(K=0))
         r = d.nrmse.sel(model="recurrsim") / d.nrmse.sel(model="deq")
         lines += [
-            f"- **{eq}.** RecurrSim's rollout nRMSE over {int(d.step.size) - 1} frames: {', '.join(rs)}; the K-blind "
-            f"control (depth frozen at {ds.attrs.get('kblind_depth', '?')}) stays at "
+            f"- **{eq}.** RecurrSim's rollout nRMSE over {int(d.step.size) - 1} frames: {', '.join(rs)}; its weights "
+            f"with the depth frozen at {ds.attrs.get('kblind_depth', '?')} (K-blind) stay at "
             f"{float(d.nrmse.sel(model='kblind').isel(K=0)):.3g} whatever K is asked. Correlation horizon "
             f"{float(tau.sel(K=K[0])):.3g} frames at K = {K[0]} and {float(tau.sel(K=K[-1])):.3g} at K = {K[-1]}.",
-            f"  The network trained at K = {kf} only: {', '.join(fk)}.",
+            f"  The network trained at K = {kf} only, the depth claims' control: {', '.join(fk)}"
+            + (f"; its one-step error at K = {kf} is {float(d.one_step_nrmse.sel(model='fixed_k', K=kf)):.3g} "
+               f"against {float(d.persistence_one_step_nrmse):.3g} for predicting no change (its competence)."
+               if "persistence_one_step_nrmse" in d and kf in K else "."),
             f"  The depth RecurrSim needs, picked on {ds.attrs['n_val']} validation trajectories: K = {kv}, "
             f"test error {err(d, 'recurrsim', kv):.3g} against {fno2:.3g} for the FNO with twice its parameters and "
             f"{fno:.3g} for the FNO with as many. At the 2x FNO's compute (K = {kc}, "
@@ -318,6 +321,12 @@ def discussion(ds: xr.Dataset, claims) -> str:
     if failing:
         lines.append("- **Fails:** " + "; ".join(f"`{c.name}` ({c.measured:.4g}, needs {c.op} {c.threshold:g}"
                                                  f"{seeds(c)})" for c in failing) + ".")
+    weak = [c for c in claims if c.verdict == "control not competent"]
+    if weak:
+        lines.append("- **Control not competent** (a learned control or baseline no better than its bar on what it "
+                     "was trained for): " + "; ".join(
+                         f"`{c.name}` ({'; '.join(x.text() for x in c.competence if not x.passed)})" for c in weak)
+                     + ".")
     if blind:
         lines.append("- **Does not discriminate** (the control passes too): " + "; ".join(
             f"`{c.name}` ({c.measured:.3g}; control {c.control_measured:.3g}: {c.control_label})" for c in blind)

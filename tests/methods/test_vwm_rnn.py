@@ -208,9 +208,10 @@ def test_device_reaches_fit(monkeypatch, tmp_path):
     torch.testing.assert_close(again.model.W, tr.model.W)
 
 
-def _synthetic(ddpm_close, ddpm_far, mse_close, mse_far, n=3000, seed=0):
+def _synthetic(ddpm_close, ddpm_far, mse_close, mse_far, n=3000, seed=0, mse_skill=0.9):
     """A results Dataset whose responses come from known mixtures: DDPM and MSE swap at the given rates on close
-    and far trials; the MSE responses on swap trials sit at the colours' midpoint (averaging)."""
+    and far trials; the MSE responses on swap trials sit at the colours' midpoint (averaging); the MSE-trained
+    RNN's competence is ``mse_skill``."""
     rng = np.random.default_rng(seed)
     target, nontarget = rng.uniform(-np.pi, np.pi, n), rng.uniform(-np.pi, np.pi, n)
     dist = rng.uniform(0, np.pi, n)
@@ -233,10 +234,11 @@ def _synthetic(ddpm_close, ddpm_far, mse_close, mse_far, n=3000, seed=0):
             fits[0, k, j] = [f.w_t, f.w_nt, f.w_u, f.kappa]
     return xr.Dataset(
         {"response": (("seed", "model", "trial"), resp), "mixture": (("seed", "model", "subset", "param"), fits),
-         "target": ("trial", target), "nontarget": ("trial", nontarget), "distance": ("trial", dist)},
+         "target": ("trial", target), "nontarget": ("trial", nontarget), "distance": ("trial", dist),
+         "mse_mean_skill": ("seed", [mse_skill])},
         coords={"seed": [0], "model": list(models), "subset": ["all", "close", "far"],
                 "param": ["w_t", "w_nt", "w_u", "kappa"]},
-        attrs={"close": np.pi / 4, "far": np.pi / 2, "generator_swap_rate": 0.2})
+        attrs={"close": np.pi / 4, "far": np.pi / 2, "generator_swap_rate": 0.2, "cued_colour_mean_skill": 0.8})
 
 
 def test_claims_hold_on_a_swapping_network_and_its_averaging_control():
@@ -244,8 +246,45 @@ def test_claims_hold_on_a_swapping_network_and_its_averaging_control():
     results = {c.name: c.evaluate(ds) for c in C.CLAIMS}
     assert results["multimodal"].verdict == "holds"
     assert results["distance_dependent_swaps"].verdict == "holds"  # the midpoint is not the non-target
-    assert results["target_weight"].verdict == "holds"
+    # the MSE-trained control remembers the cued item as well: w_T cannot tell the two apart
+    assert results["target_weight"].verdict == "does not discriminate"
     assert results["multimodal"].control_measured < 0.1
+    assert all(r.competent for r in results.values())
+    assert [r.name for r in results.values() if r.headline] == ["multimodal"]
+
+
+def test_an_incompetent_mse_control_proves_nothing():
+    ds = _synthetic(0.45, 0.05, 0.45, 0.05, mse_skill=0.2)  # an MSE-trained RNN that never learned the mean
+    r = C.CLAIMS[0].evaluate(ds)
+    assert r.verdict == "control not competent" and r.competence[0].measured == pytest.approx(0.2)
+
+
+def test_uniform_responses_are_not_multimodal():
+    """Uniform responses put 1/6 to 1/4 of themselves in the non-target's window: the bar is above that level."""
+    ds = _synthetic(0.45, 0.05, 0.45, 0.05)
+    rng = np.random.default_rng(3)
+    ds["response"].loc[dict(model="ddpm")] = rng.uniform(-np.pi, np.pi, ds.sizes["trial"])
+    raw = float(C.swap_mode_mass(ds, "ddpm")[0])
+    assert raw > 0.1  # the old bar, on the raw share, passed a network that answers at random
+    assert raw == pytest.approx(C.uniform_mode_mass(ds), abs=0.04)
+    assert 1 / 6 <= C.uniform_mode_mass(ds) <= 1 / 4
+    assert C.CLAIMS[0].evaluate(ds).verdict == "fails"
+
+
+def test_behaviour_mean_and_the_mse_skill():
+    g = torch.Generator().manual_seed(4)
+    tr = M.sample_trials(20_000, g, 0.5, 1.5)
+    m = M.behaviour_mean(tr, radius=2.5)
+    # the mean of many draws of one trial's behaviour is its behaviour_mean
+    one = M.Trials(tr.loc[:1].repeat(20_000, 1), tr.col[:1].repeat(20_000, 1), tr.p_swap[:1].repeat(20_000), None)
+    one.swapped = torch.rand(20_000, generator=g) < one.p_swap
+    torch.testing.assert_close(M.behaviour(one, 2.5, 0.4, g).mean(0), m[0], atol=0.05, rtol=0)
+    assert M.mean_skill(m, m) == pytest.approx(1.0) and M.mean_skill(torch.zeros_like(m), m) == pytest.approx(0.0)
+    # reporting the cued colour is close to, not at, the mean; a random colour is far worse than an output of 0
+    cued = M.behaviour_mean(tr, torch.zeros(len(m)), 2.5)
+    assert 0.6 < M.mean_skill(cued, m) < 0.95
+    rand = 2.5 * torch.stack([torch.cos(c := torch.rand(len(m), generator=g) * 6.283), torch.sin(c)], -1)
+    assert M.mean_skill(rand, m) < -0.5
 
 
 def test_claims_can_fail():
@@ -274,3 +313,6 @@ def test_ci_run(ci_result):
     assert float(gen.sel(param="w_nt").mean()) == pytest.approx(ds.attrs["generator_swap_rate"], abs=0.08)
     assert float(gen.sel(param="kappa").mean()) > 10
     assert len(res.claims) == len(C.CLAIMS)
+    # the control's competence is measured: a skill of at most 1 (1 only for the behaviour's mean itself)
+    assert np.isfinite(ds.mse_mean_skill).all() and (ds.mse_mean_skill <= 1).all()
+    assert 0.6 < ds.attrs["cued_colour_mean_skill"] < 0.95

@@ -1,19 +1,21 @@
 """VWM behaviour-fitting RNN experiments: per seed, the rate RNN trained by the DDPM loss and by MSE, an untrained
 RNN sampled like the DDPM one, and the generator's own surrogate behaviour, all on the same evaluation trials; the
-Bays mixture fitted by EM to each set of responses, over all trials, close and far trials, and bins of distance."""
+Bays mixture fitted by EM to each set of responses, over all trials, close and far trials, and bins of distance; and
+how well the MSE-trained RNN learned what it was trained for (the behaviour's mean: the control's competence)."""
 
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
 from lab.core.runtime import threads
 from lab.methods.vwm_rnn import model as M
 from lab.methods.vwm_rnn.config import Config
-from lab.methods.vwm_rnn.train import build, eval_trials, respond, train_run
+from lab.methods.vwm_rnn.train import build, eval_trials, outputs, train_run
 
 __all__ = ["run"]
 
@@ -43,6 +45,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     trials = eval_trials(cfg)
     target, nontarget = trials.col[:, 0].numpy().astype(float), trials.col[:, 1].numpy().astype(float)
     dist = trials.distance.numpy().astype(float)
+    mean = M.behaviour_mean(trials, radius=cfg.radius)  # (n_eval, 2): what the MSE-trained RNN should output
     subsets = {"all": np.ones_like(dist, bool), "close": dist < cfg.close, "far": dist > cfg.far}
     edges = np.linspace(0, np.pi, DISTANCE_BINS + 1)
     S, K = len(cfg.seeds), len(MODELS)
@@ -51,6 +54,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     binned = np.full((S, K, DISTANCE_BINS), np.nan)
     loss_ddpm, loss_mse = np.full((S, cfg.ddpm_steps), np.nan), np.full((S, cfg.mse_steps), np.nan)
     cpu = np.full((S, 2), np.nan)
+    skill = np.full(S, np.nan)
     bar = tqdm(total=2 * S, desc="VWM RNN trainings", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(cfg.seeds):
@@ -63,8 +67,10 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                 bar.update(1)
             nets["untrained"] = build(cfg, seed).eval()
             for k, name in enumerate(MODELS):
-                net = nets.get(name)
-                resp[s, k] = respond(cfg, net, trials, seed, ddpm=name != "mse")
+                x = outputs(cfg, nets.get(name), trials, seed, ddpm=name != "mse")  # (n_eval, 2)
+                resp[s, k] = torch.atan2(x[:, 1], x[:, 0]).numpy().astype(float)
+                if name == "mse":
+                    skill[s] = M.mean_skill(x, mean)
                 for j, sub in enumerate(SUBSETS):
                     m = subsets[sub]
                     fits[s, k, j] = _fit(resp[s, k, m], target[m], nontarget[m])
@@ -88,6 +94,10 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                           {"long_name": "DDPM ε-prediction loss of the DDPM-trained RNN per step", "units": "1"}),
             "loss_mse": (("seed", "mse_step"), loss_mse,
                          {"long_name": "MSE loss of the MSE-trained RNN per step", "units": "1"}),
+            "mse_mean_skill": ("seed", skill,
+                               {"long_name": "competence of the MSE-trained RNN: 1 - Σ||x - m||² / Σ||m||² of its "
+                                             "output x against the behaviour's mean m = (1 - p) c_T + p c_NT on the "
+                                             "evaluation trials (1: m itself, 0: an output of 0)", "units": "1"}),
             "train_cpu_time": (("seed", "kind"), cpu,
                                {"long_name": "CPU time of the training (NaN: loaded from the cache)", "units": "s"}),
             "target": ("trial", target, {"long_name": "the cued item's colour", "units": "rad"}),
@@ -112,5 +122,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         attrs={"swap_max": cfg.swap_max, "swap_width": cfg.swap_width, "close": cfg.close, "far": cfg.far,
                "radius": cfg.radius, "diffusion_steps": cfg.diffusion_steps, "hidden": cfg.hidden,
                "generator_swap_rate": float(trials.p_swap.mean()),
+               "cued_colour_mean_skill": M.mean_skill(M.behaviour_mean(trials, torch.zeros(cfg.n_eval), cfg.radius),
+                                                      mean),
                "run_cpu_time_s": time.process_time() - start_cpu},
     )

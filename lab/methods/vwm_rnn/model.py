@@ -15,8 +15,9 @@ import torch
 from scipy.special import i0e, i1e
 from torch import nn
 
-__all__ = ["Mixture", "RateRNN", "Schedule", "Timing", "Trials", "behaviour", "colour_points",
-           "fit_mixture", "inputs", "kappa_from_r", "sample_trials", "swap_probability", "von_mises_pdf", "wrap"]
+__all__ = ["Mixture", "RateRNN", "Schedule", "Timing", "Trials", "behaviour", "behaviour_mean", "colour_points",
+           "fit_mixture", "inputs", "kappa_from_r", "mean_skill", "sample_trials", "swap_probability",
+           "von_mises_pdf", "wrap"]
 
 
 
@@ -82,6 +83,25 @@ def behaviour(trials: Trials, radius: float, sd: float, gen: torch.Generator) ->
     pts = colour_points(trials, radius)  # (B, 2, 2)
     pick = pts[torch.arange(len(pts)), trials.swapped.long()]  # (B, 2)
     return pick + sd * torch.randn(pick.shape, generator=gen)
+
+
+def behaviour_mean(trials: Trials, p_swap: torch.Tensor | None = None, radius: float = 1.0) -> torch.Tensor:
+    """``(B, 2)`` the mean of the surrogate behaviour given the trial, ``(1 - p) c_T + p c_NT`` (the report noise has
+    mean 0): what a network trained by MSE on the behaviour's draws learns at best. ``p_swap``: default the
+    trials' own swap probability."""
+    p = (trials.p_swap if p_swap is None else p_swap)[:, None]
+    pts = colour_points(trials, radius)  # (B, 2, 2)
+    return (1 - p) * pts[:, 0] + p * pts[:, 1]
+
+
+def mean_skill(x: torch.Tensor, mean: torch.Tensor) -> float:
+    """How much of the behaviour's mean an output captures: ``1 - Σ ||x - m||² / Σ ||m||²`` over trials.
+
+    1: the output is the behaviour's mean ``m`` (:func:`behaviour_mean`) on every trial, the best a network trained
+    by MSE can do; 0: an output of 0 (or as far from ``m`` as 0 is); about -1: a random colour on the circle.
+    Arguments: x, mean: ``(B, 2)``.
+    """
+    return float(1 - ((x - mean) ** 2).sum() / (mean ** 2).sum())
 
 
 @dataclass(frozen=True)

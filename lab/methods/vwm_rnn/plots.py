@@ -118,6 +118,12 @@ def discussion(ds: xr.Dataset) -> str:
                  f"the networks' responses are broader (DDPM κ {spread(par('ddpm', 'kappa'))}): at this scale "
                  f"(n = {ds.attrs['hidden']} units, T = {ds.attrs['diffusion_steps']} reverse steps, minutes of "
                  "training) the colour memory is coarse, and a broad target component absorbs part of the swaps.")
+    if "mse_mean_skill" in ds:
+        lines.append(f"- **The control's competence**: the MSE-trained RNN's output captures "
+                     f"{spread(ds.mse_mean_skill.values)} of the behaviour's mean (1 - Σ||x - m||² / Σ||m||²; 1 is "
+                     f"the mean itself, 0 an output of 0, reporting the cued colour exactly "
+                     f"{ds.attrs['cued_colour_mean_skill']:.3f}); below 0.5 the claims' verdicts read "
+                     "*control not competent*.")
     cpu = ds.train_cpu_time.values
     if np.isfinite(cpu).any():
         lines.append(f"- Training CPU time (s): DDPM {spread(cpu[:, 0])}, MSE {spread(cpu[:, 1])}.")

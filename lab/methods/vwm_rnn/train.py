@@ -16,7 +16,8 @@ from lab.cache import cached_model
 from lab.methods.vwm_rnn import model as M
 from lab.methods.vwm_rnn.config import Config
 
-__all__ = ["FORMAT", "KINDS", "build", "eval_trials", "n_inputs", "respond", "schedule", "timing", "train_run"]
+__all__ = ["FORMAT", "KINDS", "build", "eval_trials", "n_inputs", "outputs", "respond", "schedule", "timing",
+           "train_run"]
 
 #: bump when training or the model changes (invalidates cached weights)
 FORMAT = 1
@@ -90,13 +91,17 @@ def eval_trials(cfg: Config) -> M.Trials:
     return M.sample_trials(cfg.n_eval, g, cfg.swap_max, cfg.swap_width)
 
 
-def respond(cfg: Config, net: M.RateRNN | None, trials: M.Trials, seed: int, ddpm: bool) -> np.ndarray:
-    """Reported colours ``(n,)`` in radians: the network's (sampled by reverse diffusion when ``ddpm``, else its
-    free-running output), or the generator's own draws when ``net`` is None."""
+def outputs(cfg: Config, net: M.RateRNN | None, trials: M.Trials, seed: int, ddpm: bool) -> torch.Tensor:
+    """Responses ``(n, 2)`` in the output plane: the network's (sampled by reverse diffusion when ``ddpm``, else its
+    free-running output at the end of the response period), or the generator's own draws when ``net`` is None."""
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + EVAL_STREAM + 1)
     if net is None:
-        x = M.behaviour(trials, cfg.radius, cfg.target_sd, g)
-    else:
-        s = M.inputs(trials, timing(cfg), cfg.n_locations, cfg.tuning)
-        x = net.sample(s, timing(cfg).before_response, schedule(cfg) if ddpm else None, g)
+        return M.behaviour(trials, cfg.radius, cfg.target_sd, g)
+    s = M.inputs(trials, timing(cfg), cfg.n_locations, cfg.tuning)
+    return net.sample(s, timing(cfg).before_response, schedule(cfg) if ddpm else None, g)
+
+
+def respond(cfg: Config, net: M.RateRNN | None, trials: M.Trials, seed: int, ddpm: bool) -> np.ndarray:
+    """Reported colours ``(n,)`` in radians: the angles of :func:`outputs`."""
+    x = outputs(cfg, net, trials, seed, ddpm)
     return torch.atan2(x[:, 1], x[:, 0]).numpy().astype(float)

@@ -168,6 +168,21 @@ def test_claims_hold_on_the_papers_shape_and_fail_without_it():
     assert C.CLAIMS[0].evaluate(noisy).verdict == "does not discriminate"
 
 
+def test_a_gain_over_an_m0_model_that_never_learned_proves_nothing():
+    m = np.array([0, 10, 20, 30, 40], float)
+    short = 0.05 + 10.0 * 0.95**m / (50 - m)  # m = 0: MSE 0.25, competent
+    long = 0.07 + 1.0 * 0.95**m / (200 - m)
+    good = {c.name: c.evaluate(_synthetic(short, long, rerun_gain=0.01)) for c in C.CLAIMS}
+    assert good["burn_in_gain"].competence[0].measured == pytest.approx(0.25 * 1.001)
+    assert good["burn_in_gain"].competent and good["short_vs_long"].competent
+    # the same relative curve, scaled so that m = 0 explains no more than the mean (MSE 1): the same gain, no proof
+    bad = {c.name: c.evaluate(_synthetic(4 * short, long, rerun_gain=0.01)) for c in C.CLAIMS}
+    assert bad["burn_in_gain"].measured == pytest.approx(good["burn_in_gain"].measured)
+    assert bad["burn_in_gain"].verdict == "control not competent"
+    assert bad["short_vs_long"].verdict == "control not competent"  # it checks both lengths
+    assert [c.name for c in C.CLAIMS if c.headline] == ["burn_in_gain"]
+
+
 def test_ci_run(ci_result):
     res = ci_result("tbptt")
     ds = res.data

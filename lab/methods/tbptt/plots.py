@@ -83,10 +83,13 @@ def discussion(ds: xr.Dataset) -> str:
         rr = gains(ds, N, "train", rerun=True)
         m, y = curve(ds, N)
         fit = M.fit_bound(m, y, N)
+        base = ", ".join(f"{v:.3f}" for v in ds.mse.isel(model=0).sel(N=N, m=0, split="train").values)
+        again = ", ".join(f"{v:.3f}" for v in ds.mse_rerun.isel(model=0).sel(N=N, split="train").values)
         lines.append(f"- **N = {N}**: m* = {ms} (validation); training MSE {np.mean(tr):+.0%} and test "
                      f"{np.mean(te):+.0%} against m = 0 (seeds {', '.join(f'{g:+.0%}' for g in tr)}); a second "
                      f"m = 0 run moves the training MSE by {np.mean(rr):+.0%}. Fitted λ = {fit.lam:.4f}, the "
-                     f"bound's own optimum m = {fit.m_star:.0f}.")
+                     f"bound's own optimum m = {fit.m_star:.0f}. The m = 0 models' training-record MSE (their "
+                     f"competence; predicting the mean scores 1): {base}, re-run {again}.")
     cpu = np.nansum(ds.train_cpu_time.values)
     lines.append(f"- System {ds.attrs['system']}, models {', '.join(map(str, ds.model.values))}, "
                  f"{ds.attrs['steps']} optimiser steps per run, {ds.sizes['seed']} seed(s); training CPU time of "

@@ -17,7 +17,7 @@ class Config(SequenceTaskConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(d_model=8, d_state=16, epochs=3, taus=(0.02, 0.1), reduction_fraction=0.5,
-                   reduction_interval=2, n_train=192, n_test=96, cut_draws=2, n_seeds=1),
+                   reduction_interval=2, n_train=192, n_test=96, cut_draws=3, n_seeds=1),
         "quick": {},
         "full": dict(dataset="mnist1d", n_layers=2, d_model=32, d_state=256, epochs=40, n_seeds=3,
                      taus=(0.01, 0.02, 0.04, 0.08), reduction_interval=63, reduction_fraction=0.15, cut_draws=10),
@@ -50,7 +50,8 @@ class Config(SequenceTaskConfig, BaseConfig):
     max_fraction: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 0.95
     """A reduction is applied only if the new rank is below this share of the current size."""
     cut_draws: Annotated[int, Range(1, 1000)] = 5
-    """Random truncations (to the same ranks) averaged in the right-after-the-cut comparison."""
+    """Random truncations (to the same ranks) at each cut: draw 0 is the right-after-the-cut claim's control, the
+    others (at least two) its reference."""
 
     def validate(self) -> None:
         if self.claim_tau not in self.taus:

@@ -26,6 +26,10 @@ from lab.methods.compressm.train import (
 
 __all__ = ["run"]
 
+#: the generator stream of a CompreSSM run's random truncations at its cuts (the right-after-the-cut comparison):
+#: a stream of its own, so that no cut draw repeats the state choice of the random-truncation runs (streams 99, 98)
+CUT_STREAM = 97
+
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train the full model and, per τ, CompreSSM and the same architecture from scratch at CompreSSM's final
@@ -74,7 +78,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             for k, layer in enumerate(M.lru_layers(full["model"])):
                 hsv_full[s, k] = M.hankel_singular_values(*layer.system())
             for t, tau in enumerate(taus):
-                comp = train_run(cfg, task, seed, tau=tau, mode="hsv", desc=f"CompreSSM τ={tau} (seed {seed})")
+                comp = train_run(cfg, task, seed, tau=tau, mode="hsv", rng_stream=CUT_STREAM,
+                                 desc=f"CompreSSM τ={tau} (seed {seed})")
                 record(s, 1, t, comp)
                 bar.update(1)
                 red = comp["reducer"]
@@ -158,6 +163,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             "sv": ("sv", np.arange(N), {"long_name": "index of the Hankel singular value, descending"}),
         },
         attrs={"dataset": task.name, "claim_tau": cfg.claim_tau, "d_state": N, "n_layers": L,
-               "d_model": cfg.d_model, "total_steps": total_steps(cfg, task), "n_test": len(task.x_test)},
+               "d_model": cfg.d_model, "total_steps": total_steps(cfg, task), "n_test": len(task.x_test),
+               "n_classes": task.n_classes},
     )
     return ds

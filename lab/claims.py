@@ -465,8 +465,10 @@ class ClaimsTable:
             if r.control_label or r.control_why:
                 what = f"control: {r.control_label}" if r.control_label else f"no control: {r.control_why}"
                 lines.append(f"{'':<{name_w}}  {what[: width - name_w - 2]}")
-            if competence_text(r):
-                lines.append(f"{'':<{name_w}}  {competence_text(r)[: width - name_w - 2]}")
+            for c in r.competence:
+                lines.append(f"{'':<{name_w}}  competence: {c.text()[: width - name_w - 14]}")
+            if r.control_analytic and not r.competence:
+                lines.append(f"{'':<{name_w}}  analytic control: {r.control_analytic[: width - name_w - 20]}")
             if r.detail:
                 lines.append(f"{'':<{name_w}}  ({r.detail[: width - name_w - 4]})")
         lines.append(self.summary() + ("  (* the headline claim)" if self.headline else ""))

@@ -186,6 +186,8 @@ def test_every_competence_check_must_pass_ties_and_nan_fail():
     res = claim.evaluate(_ds_competence(0.05, 0.5, control_id=0.95))
     assert res.verdict == "control not competent"  # the baseline sits on its bar: a tie fails
     assert [c.passed for c in res.competence] == [True, False]
+    text = ClaimsTable([res]).to_text()
+    assert "the control at its training length: 0.95" in text and "a baseline: 0.9" in text  # one line each
     nan = _claim(competence=_competence(measure=lambda ds: ds.missing)).evaluate(_ds(0.05, control=0.5))
     assert nan.verdict == "control not competent" and "could not be measured" in nan.competence[0].detail
 

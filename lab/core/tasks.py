@@ -15,7 +15,9 @@
   whose layer settings (:data:`MIXER_KWARGS`) live here only;
 * :func:`fit_classifier`, :func:`accuracy_on_test`, :func:`total_steps`: the config's training schedule on
   :func:`lab.core.train.fit`, and the test accuracy in percent;
-* :meth:`SequenceTaskConfig.training_key`: the fields that determine trained weights (a cache key).
+* :meth:`SequenceTaskConfig.training_key`: the fields that determine trained weights (a cache key);
+* :data:`REFERENCE_ACCURACY`, :data:`REFERENCE_MARGIN`: a standard classifier's published accuracy on each task,
+  the bar of the claims' competence checks ("this model learned its task").
 """
 
 from __future__ import annotations
@@ -146,3 +148,17 @@ def fit_classifier(model: torch.nn.Module, task: SequenceTask, cfg: SequenceTask
 def accuracy_on_test(model: torch.nn.Module, task: SequenceTask) -> float:
     """Test accuracy of a classifier on ``task``, in percent (the whole test set in one batch)."""
     return 100.0 * evaluate(model, task.x_test, task.y_test, batch_size=max(1, len(task.x_test)))[0]
+
+
+#: a standard classifier's published test accuracy per task (%), with its source: what a competence check holds a
+#: trained classifier to (within :data:`REFERENCE_MARGIN`); permuting the time steps leaves an SVM on the pixels
+#: unchanged, and is MNIST-1D's "shuffle" row
+REFERENCE_ACCURACY: dict[str, tuple[float, str]] = {
+    "digits": (97.0, "an RBF SVM, scikit-learn's 'Recognizing hand-written digits' example"),
+    "pdigits": (97.0, "an RBF SVM, scikit-learn's 'Recognizing hand-written digits' example"),
+    "mnist1d": (91.0, "a GRU, the mnist1d README (Greydanus 2020)"),
+    "pmnist1d": (57.0, "a GRU on shuffled MNIST-1D, the mnist1d README (Greydanus 2020)"),
+}
+
+#: how far below its task's reference a small untuned model may be and still count as having learned the task (pt)
+REFERENCE_MARGIN = 10.0

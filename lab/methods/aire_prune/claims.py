@@ -22,17 +22,7 @@ import numpy as np
 import xarray as xr
 
 from lab.claims import Claim, Competence, Measurement, over_seeds
-
-#: a standard classifier's published test accuracy per task (%), with its source; permuting the time steps leaves
-#: an SVM on the pixels unchanged, and is MNIST-1D's "shuffle" row
-REFERENCE_ACCURACY = {
-    "digits": (97.0, "an RBF SVM, scikit-learn's 'Recognizing hand-written digits' example"),
-    "pdigits": (97.0, "an RBF SVM, scikit-learn's 'Recognizing hand-written digits' example"),
-    "mnist1d": (91.0, "a GRU, the mnist1d README (Greydanus 2020)"),
-    "pmnist1d": (57.0, "a GRU on shuffled MNIST-1D, the mnist1d README (Greydanus 2020)"),
-}
-#: how far below the reference an unpruned model may be and still count as having learned the task
-REFERENCE_MARGIN = 10.0
+from lab.core.tasks import REFERENCE_ACCURACY, REFERENCE_MARGIN
 
 
 def accuracy_floor(ds: xr.Dataset) -> float:

@@ -25,14 +25,7 @@ from __future__ import annotations
 import xarray as xr
 
 from lab.claims import Claim, Competence, Measurement, over_seeds
-
-#: a standard classifier's published test accuracy per data set (%), with its source
-REFERENCE_ACCURACY = {
-    "digits": (97.0, "an RBF SVM, scikit-learn's 'Recognizing hand-written digits' example"),
-    "mnist1d": (91.0, "a GRU, the mnist1d README (Greydanus 2020)"),
-}
-#: how far below the reference the end-to-end classifier may be and still count as having learned the task
-REFERENCE_MARGIN = 10.0
+from lab.core.tasks import REFERENCE_ACCURACY, REFERENCE_MARGIN
 
 
 def _ed(ds: xr.Dataset, model: str):

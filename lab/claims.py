@@ -102,6 +102,11 @@ def seed_share(wins: Any, detail: str = "") -> Measurement:
     return over_seeds(np.asarray(wins, dtype=float), "mean", detail)
 
 
+def _passes(value: float, op: str, threshold: float) -> bool:
+    """Whether ``value`` meets ``op threshold``; NaN and ties never do."""
+    return bool(math.isfinite(value) and value != threshold and _OPS[op](value, threshold))
+
+
 def _measure(fn: Callable[[xr.Dataset], Any], ds: xr.Dataset) -> Measurement:
     try:
         out = fn(ds)
@@ -145,8 +150,7 @@ class Competence:
 
     def evaluate(self, ds: xr.Dataset) -> CompetenceResult:
         m = _measure(self.measure, ds)
-        passed = bool(math.isfinite(m.value) and m.value != self.threshold
-                      and _OPS[self.op](m.value, self.threshold))
+        passed = _passes(m.value, self.op, self.threshold)
         return CompetenceResult(self.label, m.value, self.op, float(self.threshold), self.threshold_source,
                                 self.unit, m.detail, passed)
 
@@ -227,7 +231,7 @@ class Claim:
 
     def passes(self, value: float) -> bool:
         """Whether ``value`` meets the threshold (NaN and ties never do)."""
-        return bool(math.isfinite(value) and value != self.threshold and _OPS[self.op](value, self.threshold))
+        return _passes(value, self.op, self.threshold)
 
     def evaluate(self, ds: xr.Dataset) -> ClaimResult:
         m = _measure(self.measure, ds)

@@ -224,12 +224,15 @@ def test_extra_seeds_repeat_the_run_s_own_procedure(ci_run):
     from lab.methods.steer.experiment import _seed_errors
 
     cfg = ci_run.config
-    got = _seed_errors("bcm_network", cfg)
+    got, fit = _seed_errors("bcm_network", cfg)
     np.testing.assert_allclose(got, ci_run.data.conn_error.sel(benchmark="bcm_network").values, rtol=1e-6)
+    np.testing.assert_allclose(fit, ci_run.data.train_fit_share.sel(benchmark="bcm_network").values, rtol=1e-6)
     seeds = ci_run.data.conn_error_seeds.sel(benchmark="bcm_network")
     assert seeds.sizes["run_seed"] == cfg.seeds and np.isfinite(seeds).all()
     result = {r.name: r for r in ci_run.claims}["off_assumption_bcm"]
     assert result.per_seed is not None and len(result.per_seed) == cfg.seeds
+    assert result.unit == "of seeds" and result.threshold == 0.75  # all of the ci's 2 seeds, 4 of 5 at full
+    assert np.isfinite(ci_run.data.train_fit_share_seeds.sel(benchmark="bcm_network")).all()
 
 
 def test_a_claim_whose_control_passes_does_not_discriminate(ci_run):
@@ -238,6 +241,46 @@ def test_a_claim_whose_control_passes_does_not_discriminate(ci_run):
     ds["r2_recurrent"][:] = 0.99
     ds["r2_oracle_recurrent"][:] = 1.0
     assert {r.name: r for r in lab.check(ds, "steer")}["heldout_r2"].verdict == "does not discriminate"
+
+
+def test_the_heldout_control_is_the_better_no_plasticity_model(ci_run):
+    """Frozen at the first session fails, carried forward from the last passes: the claim does not discriminate."""
+    ds = ci_run.data.copy(deep=True)
+    ds["r2_oracle"][:], ds["r2_oracle_recurrent"][:] = 1.0, 1.0
+    ds["r2_recurrent"].loc[{"model": "steer"}] = 0.97
+    ds["r2_recurrent"].loc[{"model": "frozen"}] = 0.5
+    ds["r2_recurrent"].loc[{"model": "free"}] = 0.95
+    r = {r.name: r for r in lab.check(ds, "steer")}["heldout_r2"]
+    assert r.control_measured == pytest.approx(0.95) and r.verdict == "does not discriminate"
+
+
+def test_baselines_that_never_learned_make_no_proof(ci_run):
+    """The comparison with the baselines holds only while each baseline learned its training sessions."""
+    ds = ci_run.data.copy(deep=True)
+    ds["conn_error"].loc[{"model": "steer"}] = 1e-9  # STEER beats every baseline by far
+    ds["train_fit_share"][:] = 0.9
+    r = {r.name: r for r in lab.check(ds, "steer")}["beats_baselines"]
+    assert r.verdict == "holds" and r.competence[0].measured == pytest.approx(0.9)
+    ds["train_fit_share"].loc[{"model": "blackbox"}] = 0.0  # a GRU no better than its static start
+    r = {r.name: r for r in lab.check(ds, "steer")}["beats_baselines"]
+    assert r.verdict == "control not competent" and r.competence[0].measured == pytest.approx(0.0)
+    assert "blackbox" in r.competence[0].detail
+
+
+def test_the_fit_share_is_the_run_s_and_zero_for_a_static_connectivity(ci_run):
+    """train_fit_share: the run's value from the same fit; a model whose every session has the mean coefficients
+    (one static connectivity, where the GRU starts) scores 0."""
+    from lab.methods.steer.experiment import training_fit
+    from lab.methods.steer.train import fit_benchmark
+
+    cfg = ci_run.config
+    fitted = fit_benchmark("lowrank_linear", cfg)
+    share = dict(zip(["steer", "steer_mlp", "frozen", "free", "blackbox"], training_fit(fitted, cfg)))
+    np.testing.assert_allclose(share["blackbox"], ci_run.data.train_fit_share.sel(
+        benchmark="lowrank_linear", model="blackbox"), rtol=1e-6)
+    assert 0 < share["blackbox"] <= 1.2 and 0 < share["frozen"] <= 1.2
+    fitted.model.c.data[:] = torch.as_tensor(fitted.c_model.mean(0), dtype=torch.float32)  # every session static
+    assert training_fit(fitted, cfg)[0] == pytest.approx(0.0, abs=1e-4)
 
 
 def test_the_heldout_measure_can_tell_plasticity_from_none():

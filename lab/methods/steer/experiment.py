@@ -14,7 +14,9 @@ For each benchmark (:mod:`lab.datasets.plasticity`):
    session from its first recorded state (R² of the activity and of its recurrent part, against W = 0);
 4. designed intervention: for targets reached by hidden random schedules, choose a schedule with the learned law,
    apply it to the true system and compare its distance to the target with random and constant schedules (control:
-   a schedule designed with the law blind to the stimulation).
+   a schedule designed with the law blind to the stimulation);
+5. competence of the learned baselines (:func:`training_fit`): each model on the training sessions it was fitted
+   on (the no-plasticity models on the session their c comes from, the GRU on every training session).
 """
 
 from __future__ import annotations
@@ -82,6 +84,48 @@ def _target_in_model(fitted: Fitted, target_state: Any) -> np.ndarray:
     if fitted.align.kind == "projection":
         return project(fitted.model, bench.connectivity(target_state)[None])[0]
     return fitted.align.from_true(bench.coefficients(target_state), fitted.c_model.shape[1])
+
+
+def training_fit(fitted: Fitted, cfg: Config) -> np.ndarray:
+    """How well each model of :data:`MODELS` learned the training sessions it was fitted on: the share of a
+    reference's excess error (over the true connectivity's) that it removes, ``(SSE_ref - SSE) / (SSE_ref -
+    SSE_true)``; 1: as good as the truth, 0: as good as the reference.
+
+    SSE: squared error of the windowed predictions (``horizon`` steps from the recording) on those sessions. The
+    models fitted across sessions (STEER and its MLP law: every session with its inferred c; the black-box GRU:
+    every session with its connectivity) are measured against one static connectivity for every session, STEER's at
+    its mean coefficients (where the GRU starts): a model that learned no change scores 0. The no-plasticity models
+    are one session's fit (frozen: the first session with its c; free: the last with its c), measured against no
+    connectivity (W = 0): one session rarely differs enough from the static connectivity to measure against it.
+
+    Returns:
+        (model,) the share (NaN for the GRU when it was not fitted).
+    """
+    bench, train = fitted.bench, fitted.train
+    K = train.K
+    B, b = fitted.input_weights("steer")
+    W_steer = fitted.connectivity(fitted.c_model)  # (K, N, P)
+    W_static = np.repeat(fitted.connectivity(fitted.c_model.mean(0))[None], K, axis=0)
+
+    def share(W: np.ndarray, B_: np.ndarray, b_: np.ndarray, at: slice, static: bool) -> float:
+        y, u = train.y[at], train.u[at]
+
+        def sse(w, bb, cc):
+            return float(((simulate_windows(w, bb, cc, y, u, bench.dt, bench.feature, cfg.horizon) - y) ** 2).sum())
+
+        ref = sse(W_static[at] if static else np.zeros_like(W), B, b)
+        true = sse(train.W[at], bench.true_B(), bench.true_bias())
+        return (ref - sse(W, B_, b_)) / (ref - true)
+
+    out = {"steer": share(W_steer, B, b, slice(None), True),
+           "frozen": share(W_steer[:1], B, b, slice(0, 1), False),
+           "free": share(W_steer[-1:], B, b, slice(K - 1, K), False)}
+    out["steer_mlp"] = out["steer"]
+    if fitted.gru is not None:
+        with torch.no_grad():
+            W_gru, _ = fitted.gru.connectivity(torch.as_tensor(train.ubar, dtype=torch.float32))
+        out["blackbox"] = share(W_gru.double().numpy(), *fitted.input_weights("blackbox"), slice(None), True)
+    return np.array([out.get(m, np.nan) for m in MODELS])
 
 
 def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Dataset:
@@ -187,6 +231,7 @@ def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Da
             paths[j, q] = _coefficient_path(bench, fitted, train.state_end, schedules[j, q],
                                             np.random.default_rng(seed_j))
 
+    fit_train = training_fit(fitted, cfg)
     R_model = fitted.c_model.shape[1]
     component = np.arange(1, R_true + 1)
     ds = xr.Dataset(
@@ -229,6 +274,13 @@ def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Da
             "r2_recurrent": (("model",), r2_rec,
                              {"long_name": "R² of the recurrent part of held-out sessions: 1 - SSE / SSE of the same "
                                            "model's free rollout with W = 0", "units": "1"}),
+            "train_fit_share": (("model",), fit_train,
+                                {"long_name": "competence: on the training sessions each model was fitted on "
+                                              "(frozen: the first, free: the last, the others: all), the share of "
+                                              "a reference's excess windowed-prediction error over the true "
+                                              "connectivity's that the model removes (1: true; 0: the reference, "
+                                              "one static connectivity, or W = 0 for frozen and free)",
+                                 "units": "1"}),
             "rollout_r_wrong_schedule": ((), roll_r_wrong,
                                          {"long_name": "Pearson r of STEER's predicted coefficient change under the "
                                                        "wrong (rotated) schedules with the true change",
@@ -281,9 +333,10 @@ def _var(name: str) -> str:
     return "rho" if name == "lorenz" else "c"
 
 
-def _seed_errors(name: str, cfg: Config) -> np.ndarray:
+def _seed_errors(name: str, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
     """(model,) RMS connectivity error under the unseen schedules for one seed: the same fits and test sessions as
-    :func:`_evaluate_benchmark` at that seed, nothing else (the claims whose margin is within seed noise)."""
+    :func:`_evaluate_benchmark` at that seed, nothing else (the claims whose margin is within seed noise); and
+    (model,) each model's :func:`training_fit` (its competence)."""
     fitted = fit_benchmark(name, cfg)
     rng = np.random.default_rng([cfg.seed, 2, BENCHMARKS.index(name)])
     ub_test = [stimulation_schedule(pt, cfg.K_test, amplitude=cfg.u_max, period=cfg.test_period)
@@ -293,7 +346,7 @@ def _seed_errors(name: str, cfg: Config) -> np.ndarray:
     for which in MODELS:
         W_hat = np.concatenate([fitted.predict_connectivity(u, which) for u in ub_test])
         errors.append(float(np.sqrt(((W_hat - W_all) ** 2).sum(axis=(1, 2)).mean())))
-    return np.array(errors)
+    return np.array(errors), training_fit(fitted, cfg)
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -306,20 +359,26 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """
     seeds = cfg.seed + np.arange(cfg.seeds)
     by_seed = np.full((len(cfg.benchmarks), len(seeds), len(MODELS)), np.nan)
+    fit_by_seed = np.full_like(by_seed, np.nan)
     with threads(cfg.threads):
         parts = [_evaluate_benchmark(name, cfg, progress)
                  for name in tqdm(cfg.benchmarks, desc="STEER benchmarks", disable=not progress)]
         for i, name in enumerate(cfg.benchmarks):
             by_seed[i, 0] = parts[i].conn_error.values[0]
+            fit_by_seed[i, 0] = parts[i].train_fit_share.values[0]
             if name not in WITHIN_ASSUMPTIONS:  # off_assumption_bcm: a margin within seed noise
                 for j, seed in enumerate(tqdm(seeds[1:], desc=f"seeds {name}", disable=not progress), start=1):
-                    by_seed[i, j] = _seed_errors(name, cfg.replace(seed=int(seed)))
+                    by_seed[i, j], fit_by_seed[i, j] = _seed_errors(name, cfg.replace(seed=int(seed)))
     ds = xr.concat(parts, dim="benchmark", join="outer", combine_attrs="drop_conflicts",
                    data_vars="all", coords="different", compat="equals")
     ds["conn_error_seeds"] = xr.DataArray(
         by_seed, dims=("benchmark", "run_seed", "model"), coords={"run_seed": seeds},
         attrs={"long_name": "RMS Frobenius error of the predicted connectivity, unseen schedules, per seed "
                            "(benchmarks off the assumptions; elsewhere the first seed only)", "units": "1"})
+    ds["train_fit_share_seeds"] = xr.DataArray(
+        fit_by_seed, dims=("benchmark", "run_seed", "model"), coords={"run_seed": seeds},
+        attrs={"long_name": "competence per seed: train_fit_share of each seed's fits (benchmarks off the "
+                            "assumptions; elsewhere the first seed only)", "units": "1"})
     for part in parts:
         ds.attrs.update(part.attrs)
     ds.attrs.update(benchmarks=list(cfg.benchmarks), K_train=cfg.K_train, K_test=cfg.K_test, horizon=cfg.horizon,

@@ -248,16 +248,26 @@ def discussion(ds: xr.Dataset) -> str:
     r2 = ds.r2_predicted
     rec = ds.r2_recurrent
     raw = "; ".join(f"{b}: STEER {float(r2.sel(benchmark=b, model='steer')):.3f}, frozen "
-                    f"{float(r2.sel(benchmark=b, model='frozen')):.3f}" for b in names)
+                    f"{float(r2.sel(benchmark=b, model='frozen')):.3f}, free "
+                    f"{float(r2.sel(benchmark=b, model='free')):.3f}" for b in names)
     recurrent = "; ".join(f"{b}: STEER {float(rec.sel(benchmark=b, model='steer')):.3f}, frozen "
-                          f"{float(rec.sel(benchmark=b, model='frozen')):.3f}, true model "
+                          f"{float(rec.sel(benchmark=b, model='frozen')):.3f}, free "
+                          f"{float(rec.sel(benchmark=b, model='free')):.3f}, true model "
                           f"{float(ds.r2_oracle_recurrent.sel(benchmark=b)):.3f}" for b in names)
     lines += ["", "**Held-out sessions.** Scored by a free rollout over the whole session with the predicted "
-              "connectivity, the activity R² of STEER and of the no-plasticity model (where the inputs drive most "
+              "connectivity, the activity R² of STEER and of the no-plasticity models (where the inputs drive most "
               f"of the activity, both are close to 1): {raw}. The R² of the recurrent part: {recurrent}."]
     if "heldout_r2" in res and "out of scope" in res["heldout_r2"].detail:
         lines[-1] += (" A benchmark whose true model's own free rollout fails (a chaotic session) cannot score any "
                       "model this way and is left out of the claim.")
+    if "train_fit_share" in ds:
+        share = ds.train_fit_share
+        lines += ["", "**Competence of the learned baselines** on the training sessions each was fitted on (the "
+                  "share of a reference's excess error over the truth's that it removes; 1 the truth, 0 the "
+                  "reference: one static connectivity for the GRU, none for frozen and free, one session's fit "
+                  "each; the claims ask for more than 0.5): " + "; ".join(
+                      f"{b}: " + ", ".join(f"{m} {float(share.sel(benchmark=b, model=m)):.3f}"
+                                           for m in ("frozen", "free", "blackbox")) for b in names) + "."]
     ev = ds.fit_evaluations
     lines += ["", "**Black-box baseline budget.** The GRU is trained by the same L-BFGS with the same iteration "
               "budget as STEER; loss evaluations STEER / GRU: " + "; ".join(

@@ -523,7 +523,7 @@ class ClaimsTable:
             "<style>table.claims td.pass{color:#176f2c;font-weight:bold}"
             "table.claims td.fail{color:#b00020;font-weight:bold}table.claims td.report{color:#555}"
             "table.claims small.pass{color:#176f2c}table.claims small.fail{color:#b00020}"
-            "table.claims td,table.claims th{text-align:left;vertical-align:top;padding:4px 8px}</style>"
+            "table.claims td,table.claims th{text-align:left !important;vertical-align:top;padding:4px 8px}</style>"
         )
         return style + self.to_html()
 

@@ -584,7 +584,8 @@ pre{background:#fbeaea;padding:.6rem;overflow-x:auto;font-size:.85rem}
 table.overview{border-collapse:collapse;width:100%;font-size:.92rem}
 table.overview td,table.overview th{padding:4px 8px;text-align:left;vertical-align:top;border-top:1px solid #eee}
 table.overview td:nth-child(1),table.overview td:nth-child(4),table.overview td:nth-child(8){white-space:nowrap}
-table.overview td:nth-child(3){min-width:6rem}table.overview td:nth-child(5){min-width:14rem}table.overview td:nth-child(2) b{overflow-wrap:anywhere}
+table.overview td:nth-child(3){min-width:6rem}table.overview td:nth-child(5){min-width:14rem}
+table.overview td:nth-child(2) b{overflow-wrap:anywhere}
 table.overview td:nth-child(6){min-width:6.5rem}table.overview td:nth-child(7) .badge{white-space:nowrap}
 table.overview td.pass{color:#176f2c;font-weight:bold}table.overview td.fail{color:#b00020;font-weight:bold}
 table.overview small{color:#555}table.overview small.fail{color:#b00020}table.overview small.pass{color:#176f2c}

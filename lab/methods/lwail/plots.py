@@ -87,7 +87,8 @@ def success_plot(result) -> hv.Overlay:
         xrotation=30, tools=["hover"])
     dots = hv.Scatter([(_label(v), float(x)) for v in variants for x in ds.success.sel(variant=v).values],
                       "variant", "success").opts(color="black", size=6, jitter=0.3)
-    expert = hv.HLine(float(ds.expert_success.mean())).opts(color="#d1495b", line_dash="dashed")
+    # the expert's line in a dark grey that no variant's bar has (the palette's red is the second LWAIL agent's)
+    expert = hv.HLine(float(ds.expert_success.mean())).opts(color="#444444", line_dash="dashed", line_width=2)
     return (bars * dots * expert).opts(
         title=f"Maze goal-reach rate, {ds.sizes['seed']} seed(s) (bars: mean, dots: seeds, dashed: expert)",
         width=720, height=340, ylim=(0, 1.05), show_legend=False)

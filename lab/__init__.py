@@ -9,9 +9,10 @@ Quick use::
 """
 
 from lab.api import RunResult, check, config_of, load, run, save
+from lab.core.runtime import setup_process
 from lab.notebooks import notebook_overrides
 from lab.registry import get as method
 from lab.registry import methods
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "check", "config_of", "load", "method", "methods", "notebook_overrides", "run", "save"]
+__all__ = ["RunResult", "check", "config_of", "load", "method", "methods", "notebook_overrides", "run", "save", "setup_process"]

@@ -226,3 +226,27 @@ def test_seed_share_counts_the_seeds_that_hold():
     assert claim.evaluate(xr.Dataset()).verdict == "holds"  # 4 of 5 passes, 3 of 5 does not
     two_of_three = dataclasses.replace(claim, measure=lambda ds: seed_share([1, 1, 0]))
     assert two_of_three.evaluate(xr.Dataset()).verdict == "fails"
+
+
+def test_measure_builders_read_per_seed_values_and_write_their_detail():
+    import xarray as xr
+
+    from lab.claims import Pick, difference, ratio, share, value
+
+    ds = xr.Dataset(
+        {"acc": (("seed", "model", "tau"), np.array([[[80, 81], [70, 72]], [[90, 91], [60, 62]], [[85, 86], [84, 80]]],
+                                                    float))},
+        coords={"seed": [0, 1, 2], "model": ["ours", "base"], "tau": [0.1, 0.2]},
+        attrs={"claim_tau": 0.2},
+    )
+    ours = Pick("acc", "ours", sel={"model": "ours", "tau": lambda d: d.attrs["claim_tau"]}, unit="%")
+    base = Pick("acc", "base", sel={"model": "base", "tau": lambda d: d.attrs["claim_tau"]}, unit="%")
+    m = difference(ours, base, what="gap")(ds)
+    assert m.per_seed == (9.0, 29.0, 6.0) and m.value == pytest.approx(44 / 3)
+    assert m.detail == "gap: ours 86% vs base 71.33%, mean over 3 seeds"
+    assert difference(ours, base, statistic="min")(ds).value == 6.0
+    assert ratio(ours, base)(ds).per_seed == pytest.approx((81 / 72, 91 / 62, 86 / 80))
+    s = share(ours, base, margin=8)(ds)
+    assert s.value == pytest.approx(2 / 3) and "on 2 of 3 seeds" in s.detail
+    both_tau = Pick("acc", "ours, both τ", sel={"model": "ours"})
+    assert value(both_tau)(ds).per_seed == (80.5, 90.5, 85.5)  # the dims left but seed are averaged

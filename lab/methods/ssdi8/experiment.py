@@ -23,12 +23,45 @@ from lab.methods.ssdi8 import lm as LM
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
 from lab.methods.ssdi8.train import count_model_losses, load_corpus, trained_model
+from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
 
 #: the timed operations and implementations
 OPS = ("ssd", "in_proj", "model")
 IMPLS = ("fp32", "int8", "fake_quant")
+
+_ERROR = "Σ|Y' - Y|² / Σ|Y|²"
+SCHEMA = Schema(
+    Var("loss", ("variant", "weights"), "evaluation next-character cross-entropy", "nats/char"),
+    Var("perplexity", ("variant", "weights"), "evaluation perplexity"),
+    Var("ssd_error", ("variant", "weights", "layer"),
+        f"SSD output error against the float model on the same tokens, {_ERROR}"),
+    Var("loss_own", ("variant", "weights"), "evaluation next-character cross-entropy on the model's own activations "
+                                             "(no injected outliers; calibrated and corrected anew)", "nats/char"),
+    Var("ssd_error_own", ("variant", "weights", "layer"),
+        f"SSD output error against the float model, on the model's own activations (no injected outliers), {_ERROR}"),
+    Var("unigram_loss", (), "evaluation loss of character frequencies of the training split (add-one smoothed)",
+        "nats/char"),
+    Var("bigram_loss", (), "evaluation loss of a bigram count model of the training split (add-one smoothed): the "
+                           "bar the float model must beat", "nats/char"),
+    Var("loss_full_correction", ("weights",), "loss of SSDi8 with correction coefficient 1", "nats/char"),
+    Var("ssd_error_full_correction", ("weights", "layer"), "SSD output error of SSDi8 with correction coefficient 1"),
+    Var("correction", ("weights", "layer", "channel"),
+        "c*: calibration mean of Y - Y' per SSD output channel (unscaled)"),
+    Var("outlier", ("layer", "channel"), "factor of each SSD input channel (function-preserving)"),
+    Var("x_amax", ("layer", "chunk", "channel"), "calibration amax of the SSD input x per chunk and channel"),
+    Var("states_amax", ("layer", "channel"), "calibration amax of the entering states per (head, headdim)"),
+    Var("twin_difference", (), "max |logits(int8) - logits(fake-quant)| / max |logits|"),
+    Var("cpu_time", ("op", "impl"), "wall time on {batch} x {length} characters, {threads} thread(s), min of "
+                                    "{repeats}", "s"),
+    Var("ssd_bytes", ("path",), "bytes held between the SSD's stages (layer 0, the timed batch)", "B"),
+    Var("weight_bytes", ("weights",), "bytes of in_proj and out_proj, all layers, as held (4-bit codes in int8)",
+        "B"),
+    Var("train_loss", ("step",), "training loss", "nats/char"),
+    coords={"variant": Coord("SSD quantisation"), "weights": Coord("in_proj / out_proj quantisation"),
+            "channel": Coord("SSD channel (head x headdim)")},
+)
 
 
 def _weights(cfg: Config) -> list[str]:
@@ -89,6 +122,14 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
             "load": (load_before, _loadavg()), "tokens": tuple(tokens.shape)}
 
 
+def _quantise(cfg: Config, model, corpus, outliers: bool) -> tuple[list, dict]:
+    """The layers' quantisation (calibrated, corrections fitted) and the unscaled corrections c*: with the injected
+    outlier channels, or on the model's own activations (``outliers=False``)."""
+    return LM.quantise(model, corpus.calib[:, :-1], outlier_channels=cfg.outlier_channels if outliers else 0,
+                       outlier_scale=cfg.outlier_scale if outliers else 1.0, weight_bits=cfg.weight_bits,
+                       coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
+
+
 def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
     """Loss ``(variant, weights)`` and SSD output error ``(variant, weights, layer)`` of every variant."""
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
@@ -101,116 +142,86 @@ def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) ->
     return loss, err
 
 
+def _evaluate_full(cfg: Config, model, corpus, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
+    """Loss ``(weights,)`` and SSD output error ``(weights, layer)`` of SSDi8 with the corrections ``full``."""
+    loss, err = np.zeros(len(weights)), np.zeros((len(weights), len(full)))
+    for j, w in enumerate(weights):
+        loss[j], e = LM.evaluate(model, corpus.eval, full, "ssdi8", w, chunk_size=cfg.chunk_size,
+                                 decay_bits=cfg.decay_bits)
+        err[j] = e.numpy()
+        bar.update(1)
+    return loss, err
+
+
+@torch.no_grad()
+def _twin_difference(cfg: Config, model, quant, sample: torch.Tensor, weights: str) -> float:
+    """max |logits(int8) - logits(fake-quant)| / max |logits| of SSDi8 at ``weights`` on ``sample``."""
+    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
+    lg_int = LM.forward(model, sample, quant, "ssdi8", weights, backend="int", **kw)
+    lg_fake = LM.forward(model, sample, quant, "ssdi8", weights, backend="fake", **kw)
+    return float((lg_int - lg_fake).abs().max() / lg_fake.abs().max())
+
+
+def _flat(t: torch.Tensor) -> np.ndarray:
+    """``(..., heads, headdim)`` -> ``(..., channel)``."""
+    return t.reshape(*t.shape[:-2], -1).numpy()
+
+
+def _attrs(cfg: Config, trained, corpus, costs: dict, weights: list[str], twin_w: str) -> dict:
+    return {"train_time_s": float(trained.meta.get("train_time_s", math.nan)),
+            "train_final_loss": float(trained.meta.get("final_loss", math.nan)),
+            "from_cache": int(trained.loaded), "correction_scale": cfg.correction_scale,
+            "correction_weights": "w4a8" if "w4a8" in weights else weights[-1], "twin_weights": twin_w,
+            "eval_chars": int(corpus.eval[:, 1:].numel()), "calib_chars": int(corpus.calib[:, 1:].numel()),
+            "files_train": corpus.files["train"], "files_calib": corpus.files["calib"],
+            "files_eval": corpus.files["eval"], "outlier_scale": cfg.outlier_scale,
+            "outlier_channels": cfg.outlier_channels, "threads": cfg.threads,
+            "load_before": costs["load"][0], "load_after": costs["load"][1], "cpu_count": os.cpu_count() or 0,
+            "machine": platform.machine(), "torch": str(torch.__version__), "python": platform.python_version()}
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train or load the model, quantise it, measure every variant.
 
     Returns:
-        Dataset with dims variant, weights, layer, channel, chunk, op, impl, step (see each variable's long_name).
+        Dataset with dims variant, weights, layer, channel, chunk, op, impl, path, step (see :data:`SCHEMA`).
     """
     weights = _weights(cfg)
-    V, W = len(M.VARIANTS), len(weights)
-    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
     with threads(cfg.threads):
         corpus = load_corpus(cfg)
         trained = trained_model(cfg, corpus, progress=progress)
         model = trained.model
-        quant, c_star = LM.quantise(model, corpus.calib[:, :-1], outlier_channels=cfg.outlier_channels,
-                                    outlier_scale=cfg.outlier_scale, weight_bits=cfg.weight_bits,
-                                    coef=cfg.correction_scale, seed=cfg.seed, **kw)
-        n_layers = len(quant)
-        bar = tqdm(total=2 * V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
-        loss, err = _evaluate_all(cfg, model, corpus, quant, weights, bar)
-        own, _ = LM.quantise(model, corpus.calib[:, :-1], outlier_channels=0, outlier_scale=1.0,
-                             weight_bits=cfg.weight_bits, coef=cfg.correction_scale, seed=cfg.seed, **kw)
-        loss_own, err_own = _evaluate_all(cfg, model, corpus, own, weights, bar)
-        unigram, bigram = count_model_losses(corpus)
-        full = LM.with_corrections(quant, c_star)  # coefficient 1: the whole calibration mean error
-        loss_full, err_full = np.zeros(W), np.zeros((W, n_layers))
-        for j, w in enumerate(weights):
-            loss_full[j], e = LM.evaluate(model, corpus.eval, full, "ssdi8", w, **kw)
-            err_full[j] = e.numpy()
-            bar.update(1)
+        curve = np.asarray(trained.curves.get("loss", np.zeros(0)), float)
+        quant, c_star = _quantise(cfg, model, corpus, outliers=True)
         sample = corpus.eval[: LM.BATCH, :-1]
+        res = SCHEMA.new(variant=list(M.VARIANTS), weights=weights, layer=np.arange(len(quant)),
+                         channel=np.arange(cfg.d_inner), chunk=np.arange(quant[0].amax["x"].shape[0]), op=list(OPS),
+                         impl=list(IMPLS), path=["fp32", "int8"], step=np.arange(len(curve)),
+                         context={"batch": sample.shape[0], "length": sample.shape[1], "threads": cfg.threads,
+                                  "repeats": cfg.timing_repeats})
+        V, W = len(M.VARIANTS), len(weights)
+        bar = tqdm(total=2 * V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
+        res["loss"], res["ssd_error"] = _evaluate_all(cfg, model, corpus, quant, weights, bar)
+        own, _ = _quantise(cfg, model, corpus, outliers=False)
+        res["loss_own"], res["ssd_error_own"] = _evaluate_all(cfg, model, corpus, own, weights, bar)
+        res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
+        # coefficient 1: the whole calibration mean error
+        res["loss_full_correction"], res["ssd_error_full_correction"] = _evaluate_full(
+            cfg, model, corpus, LM.with_corrections(quant, c_star), weights, bar)
         twin_w = "w8a8" if "w8a8" in weights else weights[-1]
-        lg_int = LM.forward(model, sample, quant, "ssdi8", twin_w, backend="int", **kw)
-        lg_fake = LM.forward(model, sample, quant, "ssdi8", twin_w, backend="fake", **kw)
-        twin = float((lg_int - lg_fake).abs().max() / lg_fake.abs().max())
+        res["twin_difference"] = _twin_difference(cfg, model, quant, sample, twin_w)
         bar.update(1)
         costs = _cpu_costs(cfg, model, quant, sample)
         bar.update(1)
         bar.close()
-    n_chunks = quant[0].amax["x"].shape[0]
-    flat = lambda t: t.reshape(*t.shape[:-2], -1).numpy()  # noqa: E731 - (..., heads, headdim) -> (..., channel)
+    res["perplexity"] = np.exp(res["loss"][...])
+    res["correction"] = np.stack([[_flat(c) for c in c_star[w]] for w in weights])
+    res["outlier"] = np.stack([_flat(q.outlier) for q in quant])
+    res["x_amax"] = np.stack([_flat(q.amax["x"]) for q in quant])
+    res["states_amax"] = np.stack([_flat(q.amax["states"]) for q in quant])
+    res["cpu_time"] = costs["times"]
+    res["ssd_bytes"] = np.array(costs["ssd_bytes"], float)
     w_fp32, w_q = costs["weight_bytes"]
-    ds = xr.Dataset(
-        {
-            "loss": (("variant", "weights"), loss, {"long_name": "evaluation next-character cross-entropy",
-                                                    "units": "nats/char"}),
-            "perplexity": (("variant", "weights"), np.exp(loss), {"long_name": "evaluation perplexity",
-                                                                  "units": "1"}),
-            "ssd_error": (("variant", "weights", "layer"), err,
-                          {"long_name": "SSD output error against the float model on the same tokens, "
-                                        "Σ|Y' - Y|² / Σ|Y|²", "units": "1"}),
-            "loss_own": (("variant", "weights"), loss_own,
-                         {"long_name": "evaluation next-character cross-entropy on the model's own activations (no "
-                                       "injected outliers; calibrated and corrected anew)", "units": "nats/char"}),
-            "ssd_error_own": (("variant", "weights", "layer"), err_own,
-                              {"long_name": "SSD output error against the float model, on the model's own "
-                                            "activations (no injected outliers), Σ|Y' - Y|² / Σ|Y|²", "units": "1"}),
-            "unigram_loss": ((), unigram, {"long_name": "evaluation loss of character frequencies of the training "
-                                                        "split (add-one smoothed)", "units": "nats/char"}),
-            "bigram_loss": ((), bigram, {"long_name": "evaluation loss of a bigram count model of the training split "
-                                                      "(add-one smoothed): the bar the float model must beat",
-                                         "units": "nats/char"}),
-            "loss_full_correction": (("weights",), loss_full, {"long_name": "loss of SSDi8 with correction "
-                                                                            "coefficient 1", "units": "nats/char"}),
-            "ssd_error_full_correction": (("weights", "layer"), err_full,
-                                          {"long_name": "SSD output error of SSDi8 with correction coefficient 1",
-                                           "units": "1"}),
-            "correction": (("weights", "layer", "channel"), np.stack([[flat(c) for c in c_star[w]] for w in weights]),
-                           {"long_name": "c*: calibration mean of Y - Y' per SSD output channel (unscaled)",
-                            "units": "1"}),
-            "outlier": (("layer", "channel"), np.stack([flat(q.outlier) for q in quant]),
-                        {"long_name": "factor of each SSD input channel (function-preserving)", "units": "1"}),
-            "x_amax": (("layer", "chunk", "channel"), np.stack([flat(q.amax["x"]) for q in quant]),
-                       {"long_name": "calibration amax of the SSD input x per chunk and channel", "units": "1"}),
-            "states_amax": (("layer", "channel"), np.stack([flat(q.amax["states"]) for q in quant]),
-                            {"long_name": "calibration amax of the entering states per (head, headdim)",
-                             "units": "1"}),
-            "twin_difference": ((), twin, {"long_name": "max |logits(int8) - logits(fake-quant)| / max |logits|",
-                                           "units": "1"}),
-            "cpu_time": (("op", "impl"), costs["times"],
-                         {"long_name": f"wall time on {costs['tokens'][0]} x {costs['tokens'][1]} characters, "
-                                       f"{cfg.threads} thread(s), min of {cfg.timing_repeats}", "units": "s"}),
-            "ssd_bytes": (("path",), np.array(costs["ssd_bytes"], float),
-                          {"long_name": "bytes held between the SSD's stages (layer 0, the timed batch)",
-                           "units": "B"}),
-            "weight_bytes": (("weights",), np.array([w_fp32 if w == "fp32" else w_q[w] for w in weights], float),
-                             {"long_name": "bytes of in_proj and out_proj, all layers, as held (4-bit codes in int8)",
-                              "units": "B"}),
-            "train_loss": (("step",), np.asarray(trained.curves.get("loss", np.zeros(0)), float),
-                           {"long_name": "training loss", "units": "nats/char"}),
-        },
-        coords={
-            "variant": ("variant", list(M.VARIANTS), {"long_name": "SSD quantisation"}),
-            "weights": ("weights", weights, {"long_name": "in_proj / out_proj quantisation"}),
-            "layer": ("layer", np.arange(n_layers)),
-            "channel": ("channel", np.arange(cfg.d_inner), {"long_name": "SSD channel (head x headdim)"}),
-            "chunk": ("chunk", np.arange(n_chunks)),
-            "op": ("op", list(OPS)),
-            "impl": ("impl", list(IMPLS)),
-            "path": ("path", ["fp32", "int8"]),
-            "step": ("step", np.arange(len(trained.curves.get("loss", [])))),
-        },
-        attrs={"train_time_s": float(trained.meta.get("train_time_s", math.nan)),
-               "train_final_loss": float(trained.meta.get("final_loss", math.nan)),
-               "from_cache": int(trained.loaded), "correction_scale": cfg.correction_scale,
-               "correction_weights": "w4a8" if "w4a8" in weights else weights[-1], "twin_weights": twin_w,
-               "eval_chars": int(corpus.eval[:, 1:].numel()), "calib_chars": int(corpus.calib[:, 1:].numel()),
-               "files_train": corpus.files["train"], "files_calib": corpus.files["calib"],
-               "files_eval": corpus.files["eval"], "outlier_scale": cfg.outlier_scale,
-               "outlier_channels": cfg.outlier_channels, "threads": cfg.threads,
-               "load_before": costs["load"][0], "load_after": costs["load"][1], "cpu_count": os.cpu_count() or 0,
-               "machine": platform.machine(), "torch": str(torch.__version__), "python": platform.python_version()},
-    )
-    return ds
+    res["weight_bytes"] = np.array([w_fp32 if w == "fp32" else w_q[w] for w in weights], float)
+    res["train_loss"] = curve
+    return res.build(attrs=_attrs(cfg, trained, corpus, costs, weights, twin_w))

@@ -35,8 +35,8 @@ class RunResult:
         return self.claims._repr_html_()
 
 
-def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: str | os.PathLike | None = None,
-        **overrides: Any) -> RunResult:
+def run(slug: str, profile: str = "quick", *, config: Any = None, progress: bool = True,
+        save_to: str | os.PathLike | None = None, **overrides: Any) -> RunResult:
     """Run a method and evaluate its claims.
 
     Arguments:
@@ -44,6 +44,8 @@ def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: st
         profile: ``ci`` (seconds), ``quick`` (the default, minutes on a laptop) or ``full`` (closer to the paper).
         progress: show progress bars.
         save_to: also save the results NetCDF there (atomically); None or "" saves nothing.
+        config: a Config of the method, already built (``method.make_config(profile, ...)``): run it as it is,
+            with ``profile`` recorded as its profile; no ``overrides`` then.
         overrides: Config fields to change, e.g. ``n=3, N=512``.
 
     Returns:
@@ -52,7 +54,15 @@ def run(slug: str, profile: str = "quick", *, progress: bool = True, save_to: st
     from lab.core.runtime import setup_process
 
     method = registry.get(slug)
-    cfg = method.make_config(profile, **overrides)
+    if config is None:
+        cfg = method.make_config(profile, **overrides)
+    elif overrides:
+        raise TypeError(f"lab.run({slug!r}): pass a config or overrides ({', '.join(overrides)}), not both")
+    elif not isinstance(config, method.config):
+        raise TypeError(f"lab.run({slug!r}): config is a {type(config).__module__}.{type(config).__qualname__}, "
+                        f"not the method's {method.config.__module__}.Config")
+    else:
+        cfg = config
     check_machine(cfg)
     setup_process()
     start = time.perf_counter()

@@ -19,6 +19,13 @@ def _bad_input(message: str) -> None:
     sys.exit(EXIT_BAD_INPUT)
 
 
+def _setup() -> None:
+    """The process setup of a command that computes (imports torch and the kernels)."""
+    from lab import setup_process
+
+    setup_process()
+
+
 def _parse_params(params: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in params:
@@ -80,7 +87,7 @@ def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool
         api.check_machine(cfg)
     except ConfigError as exc:
         _bad_input(str(exc))
-    result = api.run(slug, profile, progress=not quiet, **overrides)
+    result = api.run(slug, profile, config=cfg, progress=not quiet)
     path = Path(out) / f"{slug}-{profile}.nc"
     result.save(path)
     click.echo(f"{method.title} [{slug}, profile {profile}] in {result.data.attrs['wall_time_s']:.1f} s")
@@ -122,6 +129,8 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | Non
     reruns it). With --scheduler the notebooks run on a Dask cluster's workers; the executed notebooks and results
     come back to this machine."""
     from lab import registry
+
+    _setup()
     from lab.config import PROFILE_NAMES, ConfigError
     from lab.report import build_report
 
@@ -196,6 +205,8 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
     is reported and the rest run on (exit 1 names the failed points)."""
     import pandas as pd
 
+    _setup()
+
     from lab import registry
     from lab.config import ConfigError, describe_fields
     from lab.sweep import grid_points
@@ -251,6 +262,8 @@ def bench(name: str, quick: bool, out: str) -> None:
     """Run benchmark NAME, print its table and save reports/bench/NAME.nc."""
     import importlib
 
+    _setup()
+
     from lab.results import save
 
     if name not in BENCHES:
@@ -291,9 +304,8 @@ def sync(check: bool) -> None:
 
 
 def main() -> None:
-    from lab.core.runtime import setup_process
-
-    setup_process()
+    """The console script. The process setup (:func:`lab.setup_process`, which imports torch) waits for the
+    commands that compute (run, report, sweep, serve, bench): ``lab list``, ``--help`` and ``--fields`` stay light."""
     cli(prog_name="lab")
 
 

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from lab.checks import Range
+from lab.rng import GLOBAL_RNG_LOCK  # re-exported: lab.core's users take it from here
 
 #: the type of a Config's ``device`` field: ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cpu`` or ``cuda``
 Device = Literal["auto", "cpu", "cuda"]
@@ -45,8 +46,6 @@ DEVICES = ("auto", "cpu", "cuda")
 #: the type of a Config's ``threads`` field (for a method that changes its default: ``threads: Threads = 2``)
 Threads = Annotated[int, Range(1, 256)]
 
-#: the process-wide NumPy and Python generators' lock (module docstring); re-entrant
-GLOBAL_RNG_LOCK = threading.RLock()
 
 _SETUP = threading.Lock()
 _STATE: dict[str, bool] = {}

@@ -21,13 +21,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 import xarray as xr
 
 from lab.cache import cached_dataset
 from lab.checks import bad_value
+
+if TYPE_CHECKING:  # torch is imported when a task is loaded: the task names stay light for the configs
+    import torch
 
 __all__ = ["TASKS", "SequenceTask", "digits_dataset", "load_sequence_task", "mnist1d_dataset",
            "sequence_dataset"]
@@ -95,7 +98,7 @@ def _build_digits(test_fraction: float, split_seed: int) -> xr.Dataset:
 def _build_mnist1d() -> xr.Dataset:
     from mnist1d.data import get_dataset_args, make_dataset
 
-    from lab.core.runtime import GLOBAL_RNG_LOCK
+    from lab.rng import GLOBAL_RNG_LOCK
 
     # make_dataset seeds Python's and NumPy's global generators and draws from them: keep the caller's streams
     # untouched, and hold the lock so that no other thread (a dashboard's background job calling seed_everything)
@@ -188,6 +191,8 @@ def load_sequence_task(name: str, *, permuted: bool = False, permutation_seed: i
     Returns:
         :class:`SequenceTask` with inputs ``(n, length, 1)``.
     """
+    import torch
+
     ds = sequence_dataset(name, test_fraction=test_fraction, split_seed=split_seed, root=root)
     x_tr, x_te = ds.x_train.values, ds.x_test.values
     perm = None

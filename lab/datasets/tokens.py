@@ -12,10 +12,13 @@ The generators live in :mod:`lab.datasets.state_tracking`, :mod:`lab.datasets.re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 import xarray as xr
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["IGNORE", "TokenTask", "length_splits"]
 
@@ -56,6 +59,8 @@ class TokenTask:
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(inputs, targets)`` as int64 tensors, ready for :func:`lab.core.train.fit`."""
+        import torch
+
         return torch.as_tensor(self.inputs, dtype=torch.long), torch.as_tensor(self.targets, dtype=torch.long)
 
     def to_dataset(self) -> xr.Dataset:

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.tasks import Seeds, SequenceTaskConfig
+from lab.core.fields import Seeds, SequenceTaskConfig
 
 KINDS = ("lru", "s5")
 SCORES = ("aire", "last", "magnitude", "random", "aire_uniform")

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.tasks import Layers, Rate, Seeds, SequenceTaskConfig, States, WeightDecay
+from lab.core.fields import Layers, Rate, Seeds, SequenceTaskConfig, States, WeightDecay
 
 Tolerance = Annotated[float, Range(0.0, 1.0, lo_open=True, hi_open=True)]
 

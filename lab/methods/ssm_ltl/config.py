@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
-from lab.core.tasks import Rate, Seeds
+from lab.core.fields import Rate, Seeds
 from lab.datasets.languages import MAX_LENGTH
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
-from lab.core.tasks import Rate, Seeds
+from lab.core.fields import Rate, Seeds
 
 Share = Annotated[float, Range(0.0, 1.0)]
 

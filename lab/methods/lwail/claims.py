@@ -17,10 +17,24 @@ the share of the expert's path states at which its greedy move reaches the exper
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import xarray as xr
 
-from lab.claims import MIN_SEED_SHARE, SEED_SHARE_UNIT, Claim, Competence, Measurement, over_seeds, seed_share
+from lab.claims import (
+    MIN_SEED_SHARE,
+    SEED_SHARE_UNIT,
+    Claim,
+    Competence,
+    Measurement,
+    Pick,
+    difference,
+    over_seeds,
+    ratio,
+    seed_share,
+    value,
+)
 
 #: the maze baselines LWAIL is compared with (repeated from the config so that a saved result is checked alone)
 BASELINES = ("euclid", "gaifo", "no_icvf")
@@ -29,52 +43,29 @@ SPEARMAN_MARGIN = 0.1
 #: the competence bar of a learned imitator: it replays a majority of its demonstration's moves from the
 #: demonstration's own states (a uniform random policy: 1/8)
 MOVE_BAR = 0.5
+#: the shortest-path expert's goal-reach rate, the yardstick of the expert-level claim
+EXPERT = Pick("expert_success", "the expert")
 
 
-def _moves(variant: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        rate = ds.expert_move_rate.sel(variant=variant).values
-        return over_seeds(rate, "mean", f"{variant} replays {np.mean(rate):.0%} of the expert's "
-                                        f"{ds.attrs.get('expert_length', '?')} moves (chance 1/8)")
+def _success(variant: str) -> Pick:
+    return Pick("success", variant, sel={"variant": variant})
 
-    return measure
+
+def _rho(metric: str) -> Pick:
+    return Pick("spearman", f"Spearman {metric}", sel={"metric": metric})
+
+
+def _progress(variant: str) -> Pick:
+    return Pick("progress", variant, sel={"variant": variant})
 
 
 def _competent(*variants: str) -> tuple[Competence, ...]:
     """Each learned agent on what it was trained for: its demonstration, replayed from the demonstration's states."""
-    return tuple(Competence(f"{v}: expert's moves replayed on the expert's path (mean over seeds)", _moves(v), ">",
-                            MOVE_BAR, "our convention: a majority of the demonstration's moves (a random policy "
-                                      "replays 1/8)", "share") for v in variants)
-
-
-def _rho(metric: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        mine, euclid = ds.spearman.sel(metric=metric).values, ds.spearman.sel(metric="euclid").values
-        return over_seeds(mine - euclid, "mean",
-                          f"Spearman {metric} {np.mean(mine):.3f} vs Euclidean {np.mean(euclid):.3f} "
-                          f"({ds.attrs.get('maze_free_cells', '?')} free cells, all pairs)")
-
-    return measure
-
-
-def _progress(a: str, b: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        x, y = ds.progress.sel(variant=a).values, ds.progress.sel(variant=b).values
-        return over_seeds(x - y, "mean", f"progress toward the goal {a} {np.mean(x):.2f} vs {b} {np.mean(y):.2f} "
-                                         "(1 - closest geodesic distance / the start's)")
-
-    return measure
-
-
-def _expert_level(variant: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        mine = ds.success.sel(variant=variant).values
-        expert = ds.expert_success.values
-        return over_seeds(mine / expert, "mean",
-                          f"{variant} reaches the goal in {np.mean(mine):.0%} of episodes, the expert in "
-                          f"{np.mean(expert):.0%}")
-
-    return measure
+    return tuple(Competence(f"{v}: expert's moves replayed on the expert's path (mean over seeds)",
+                            value(Pick("expert_move_rate", f"{v}: share of the expert's moves replayed (chance 1/8)",
+                                       sel={"variant": v})),
+                            ">", MOVE_BAR, "our convention: a majority of the demonstration's moves (a random "
+                                           "policy replays 1/8)", "share") for v in variants)
 
 
 def _beats(variant: str, others: tuple[str, ...]):
@@ -103,28 +94,32 @@ def _wins(variant: str, others: tuple[str, ...]):
     return measure
 
 
-def _gap(a: str, b: str):
+def _gap_ending(a: str, b: str):
+    """The goal-reach rate of ``a`` minus ``b`` per seed, the detail with the share of episodes ending in a wall."""
+    gap = difference(_success(a), _success(b))
+
     def measure(ds: xr.Dataset) -> Measurement:
-        x, y = ds.success.sel(variant=a).values, ds.success.sel(variant=b).values
-        extra = ""
-        if "crashed" in ds and np.isfinite(ds.crashed.sel(variant=[a, b]).values).all():
-            extra = (f"; episodes ending in a wall {a} {np.mean(ds.crashed.sel(variant=a).values):.0%}, "
-                     f"{b} {np.mean(ds.crashed.sel(variant=b).values):.0%}")
-        return over_seeds(x - y, "mean", f"success {a} {np.mean(x):.2f} vs {b} {np.mean(y):.2f}{extra}")
+        m = gap(ds)
+        crashed = ds.crashed.sel(variant=[a, b]).values
+        if not np.isfinite(crashed).all():
+            return m
+        return dataclasses.replace(m, detail=f"{m.detail}; episodes ending in a wall {a} {crashed[:, 0].mean():.0%}, "
+                                             f"{b} {crashed[:, 1].mean():.0%}")
 
     return measure
 
 
 def _pendulum(variant: str | None):
+    """The pendulum's return of ``variant`` (None: the random policy) over the expert's, per seed; NaN (no seeds)
+    when the pendulum did not run."""
+    mine = (Pick("pendulum_random_return", "random policy return") if variant is None else
+            Pick("pendulum_return", f"{variant} return", sel={"pendulum_variant": variant}))
+    over_expert = ratio(mine, Pick("pendulum_expert_return", "expert return"))
+
     def measure(ds: xr.Dataset) -> Measurement:
-        expert = ds.pendulum_expert_return.values
-        if variant is None:
-            mine, what = ds.pendulum_random_return.values, "random policy"
-        else:
-            mine, what = ds.pendulum_return.sel(pendulum_variant=variant).values, variant
-        if not np.isfinite(mine).all():
+        if not np.isfinite(mine.values(ds)).all():
             return Measurement(float("nan"), "the pendulum did not run in this profile (envs)")
-        return over_seeds(mine / expert, "mean", f"{what} return {np.mean(mine):.0f} vs expert {np.mean(expert):.0f}")
+        return over_expert(ds)
 
     return measure
 
@@ -142,12 +137,12 @@ CLAIMS = [
                   "than Euclidean distance does: Spearman(ICVF) minus Spearman(Euclidean), mean over seeds",
         source="paper: the ICVF embedding reflects the environment's dynamics (Maze2D visualisation); research "
                "brief's pass rule",
-        measure=_rho("icvf"),
+        measure=difference(_rho("icvf"), _rho("euclid")),
         op=">",
         threshold=SPEARMAN_MARGIN,
         threshold_source="research brief: exceeds Euclidean by >= 0.1",
         unit="Δρ",
-        control=_rho("random_phi"),
+        control=difference(_rho("random_phi"), _rho("euclid")),
         control_label="a random frozen φ of the same architecture (LWAIL without ICVF pretraining), minus "
                       "Euclidean, measured the same way",
         control_analytic="an untrained network: the metric a φ of this architecture gives with nothing learned",
@@ -157,7 +152,7 @@ CLAIMS = [
         statement="ICVF's own value -V(s, g, g) (the steps-to-go it is trained to predict) follows the geodesic "
                   "distance better than Euclidean distance: Spearman difference, mean over seeds",
         source="Ghosh et al. 2023: V(s, g, g) estimates the (discounted) steps from s to g",
-        measure=_rho("icvf_value"),
+        measure=difference(_rho("icvf_value"), _rho("euclid")),
         op=">",
         threshold=SPEARMAN_MARGIN,
         threshold_source="research brief's margin (report row: the claim's measure is the latent distance)",
@@ -170,12 +165,12 @@ CLAIMS = [
                   "its goal-reach rate over the expert's, mean over seeds",
         source="paper: LWAIL reaches expert-level performance from a single state-only expert trajectory "
                "(Maze2D, MuJoCo tables)",
-        measure=_expert_level("lwail"),
+        measure=ratio(_success("lwail"), EXPERT),
         op=">",
         threshold=0.9,
         threshold_source="research brief's 90% of the expert (stated for MuJoCo's return, used here for success)",
         unit="x expert",
-        control=_expert_level("euclid"),
+        control=ratio(_success("euclid"), EXPERT),
         control_label="Euclidean WAIL: the same pipeline with φ = identity",
         competence=_competent("euclid"),
     ),
@@ -216,12 +211,12 @@ CLAIMS = [
                   "-1/(1 - γ) and leaves the optimal policy unchanged (reward_positivity_terminating measures it "
                   "where episodes end)",
         source="research brief's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the gain)",
-        measure=_gap("lwail", "negative"),
+        measure=difference(_success("lwail"), _success("negative")),
         op=">",
         threshold=0.1,
         threshold_source="report row: the effect has no way to show without termination",
         unit="success",
-        control=_gap("lwail", "lwail_b"),
+        control=difference(_success("lwail"), _success("lwail_b")),
         control_label="a second LWAIL agent (other agent seed, same φ) in the ablation's place: the gap noise "
                       "makes",
         report=True,
@@ -233,12 +228,12 @@ CLAIMS = [
                   "agent with reward sigmoid(-f) - 1 (same shape, negative: ending early pays), mean over seeds",
         source="research brief's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the "
                "gain); the paper's MuJoCo tasks end when the agent falls",
-        measure=_gap("lwail_end", "negative_end"),
+        measure=_gap_ending("lwail_end", "negative_end"),
         op=">",
         threshold=0.1,
         threshold_source="our convention: a gap of more than 0.1 success (3 of 32 episodes)",
         unit="success",
-        control=_gap("lwail_end", "lwail_b_end"),
+        control=_gap_ending("lwail_end", "lwail_b_end"),
         control_label="a second LWAIL agent in the same terminating maze (other agent seed, same φ) in the "
                       "ablation's place: the gap noise makes",
         competence=_competent("lwail_b_end"),
@@ -248,7 +243,7 @@ CLAIMS = [
         statement="LWAIL's goal-reach rate minus that of the agent rewarded with the raw critic value -f "
                   "(unbounded, either sign), mean over seeds",
         source="research brief's pitfall: ablate the sigmoid",
-        measure=_gap("lwail", "raw"),
+        measure=difference(_success("lwail"), _success("raw")),
         op=">",
         threshold=0.1,
         threshold_source="our convention, as for the positivity claim (report row: no verdict)",
@@ -260,7 +255,8 @@ CLAIMS = [
         statement="How far toward the goal LWAIL's final policy gets (1 - closest geodesic distance to the goal / "
                   "the start's) minus Euclidean WAIL's, mean over seeds: a graded view of the success claims",
         source="paper: the latent metric lets the reward lead around the wall (Maze2D)",
-        measure=_progress("lwail", "euclid"),
+        measure=difference(_progress("lwail"), _progress("euclid"),
+                           what="progress toward the goal (1 - closest geodesic distance / the start's)"),
         op=">",
         threshold=0.0,
         threshold_source="report row: no verdict",
@@ -271,7 +267,7 @@ CLAIMS = [
         name="gaifo_gap_maze",
         statement="LWAIL's goal-reach rate minus GAIfO's (a state-pair classifier, reward -log(1 - D))",
         source="paper: GAIfO baseline",
-        measure=_gap("lwail", "gaifo"),
+        measure=difference(_success("lwail"), _success("gaifo")),
         op=">",
         threshold=0.0,
         threshold_source="report row: no verdict",

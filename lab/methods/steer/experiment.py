@@ -45,6 +45,7 @@ from lab.methods.steer.fitted import (
 )
 from lab.methods.steer.model import LibraryLaw, equation_text, fit_library, free_rollout, r2, simulate_windows
 from lab.methods.steer.train import fit_benchmark
+from lab.results import Results, Schema, Var
 
 __all__ = ["run"]
 
@@ -52,6 +53,72 @@ __all__ = ["run"]
 CONSTANT_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: library terms kept by the stimulation-blind law of the design control (ū and c·ū dropped)
 STIMULATION_BLIND = torch.tensor([float(t not in ("u", "c*u")) for t in LIBRARY_TERMS])
+
+
+#: the L-BFGS fits whose evaluations are counted (same optimiser and iteration budget)
+FITS = ("steer", "blackbox")
+
+#: one benchmark's results (its Dataset gets a benchmark dimension of length 1; the benchmarks are concatenated,
+#: padded with NaN where a benchmark has fewer coefficients: Lorenz has one)
+BENCHMARK = Schema(
+    Var("ubar_train", ("session",), "stimulation summary of training sessions"),
+    Var("c_true_train", ("session", "component"), "true plasticity coefficients (Lorenz: rho; bcm_network: "
+        "projection on the learned factors)"),
+    Var("c_inferred_train", ("session", "component"), "inferred coefficients, aligned to the truth"),
+    Var("factor_match", ("component",), "|cos m| |cos n| of matched learned and true factors"),
+    Var("xi_true", ("component", "term"), "true library coefficients"),
+    Var("xi_inferred", ("component", "term"), "inferred library coefficients (sparse regression on aligned c)"),
+    Var("r2_train", (), "within-session R² of training sessions"),
+    Var("r2_oracle", (), "R² of the true model's free rollout over whole held-out sessions (noise ceiling)"),
+    Var("r2_oracle_recurrent", (), "R² of the recurrent part (1 - SSE / SSE with W = 0) of the true model's free "
+        "rollout of held-out sessions"),
+    Var("ubar_test", ("schedule", "test_session"), "stimulation summary of the unseen schedules"),
+    Var("c_true_test", ("schedule", "test_session", "component"), "true coefficients under the unseen schedules"),
+    Var("c_pred", ("model", "schedule", "test_session", "component"),
+        "predicted coefficients (aligned; black box: projected)"),
+    Var("conn_error", ("model",), "RMS Frobenius error of the predicted connectivity, unseen schedules"),
+    Var("c_error", ("model",), "RMS error of predicted coefficients"),
+    Var("rollout_r", ("model",), "Pearson r of predicted and true coefficient change since training"),
+    Var("r2_predicted", ("model",), "R² of the free rollout over whole held-out sessions with the predicted "
+        "connectivity (no coefficient refitted)"),
+    Var("r2_recurrent", ("model",), "R² of the recurrent part of held-out sessions: 1 - SSE / SSE of the same "
+        "model's free rollout with W = 0"),
+    Var("train_fit_share", ("model",), "competence: on the training sessions each model was fitted on (frozen: "
+        "the first, free: the last, the others: all), the share of a reference's excess windowed-prediction error "
+        "over the true connectivity's that the model removes (1: true; 0: the reference, one static "
+        "connectivity, or W = 0 for frozen and free)"),
+    Var("rollout_r_wrong_schedule", (), "Pearson r of STEER's predicted coefficient change under the wrong "
+        "(rotated) schedules with the true change"),
+    Var("xi_shuffled", ("component", "term"), "library coefficients regressed on the inferred coefficients in "
+        "shuffled session order (control)"),
+    Var("xi_two_stage", ("component", "term"), "library coefficients of the two-stage fit (no coupling: "
+        "lambda_cons = lambda_smooth = 0)"),
+    Var("conn_error_two_stage", (), "RMS Frobenius error of the two-stage fit's predicted connectivity, unseen "
+        "schedules"),
+    Var("fit_evaluations", ("fit",), "loss and gradient evaluations of the L-BFGS fit (same optimiser and "
+        "iteration budget for both)", dtype=int),
+    Var("design_distance_blind", ("target",), "distance to the target after a schedule designed with a law blind "
+        "to the stimulation (ū terms dropped; control)"),
+    Var("design_distance", ("target", "protocol"), "distance of the true system to the target after the protocol "
+        "(random: median; constant: best level); coefficients, rho for Lorenz, Frobenius norm of W for "
+        "bcm_network"),
+    Var("design_ubar", ("target", "protocol_or_target", "design_session"),
+        "schedules of the protocols and of the hidden target"),
+    Var("design_c", ("target", "protocol_or_target", "design_step", "component"),
+        "true coefficients along each protocol"),
+)
+
+_FIRST_SEED_ONLY = "benchmarks within the assumptions are measured on the first seed only (NaN on the others)"
+
+#: the connectivity errors and competences over seeds (the off-assumption claim's margin is within seed noise)
+SEEDS = Schema(
+    Var("conn_error_seeds", ("benchmark", "run_seed", "model"), "RMS Frobenius error of the predicted "
+        "connectivity, unseen schedules, per seed (benchmarks off the assumptions; elsewhere the first seed only)",
+        missing=_FIRST_SEED_ONLY),
+    Var("train_fit_share_seeds", ("benchmark", "run_seed", "model"), "competence per seed: train_fit_share of "
+        "each seed's fits (benchmarks off the assumptions; elsewhere the first seed only)",
+        missing=_FIRST_SEED_ONLY),
+)
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -128,87 +195,96 @@ def training_fit(fitted: Fitted, cfg: Config) -> np.ndarray:
     return np.array([out.get(m, np.nan) for m in MODELS])
 
 
-def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Dataset:
-    """Steps 1-4 of the module docstring for one benchmark; a Dataset with a benchmark dimension of length 1."""
-    fitted = fit_benchmark(name, cfg, progress=progress)
+def _rule(res: Results, fitted: Fitted, cfg: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rule: sparse regression on the aligned coefficients, against the truth; the reconstruction of the
+    training sessions with their inferred coefficients. Returns the true and inferred library coefficients and the
+    true coefficients of the training sessions."""
     bench, train, align = fitted.bench, fitted.train, fitted.align
-    R_true = len(align.perm)
-    rng = np.random.default_rng([cfg.seed, 2, BENCHMARKS.index(name)])
-
-    # rule: sparse regression on the aligned coefficients, against the truth
     c_train_true = true_coefficients(train, align, fitted.model)
     c_train_hat = align.to_true(fitted.c_model)
     xi_true = bench.true_rule()
-    xi_true = np.full((R_true, len(LIBRARY_TERMS)), np.nan) if xi_true is None else xi_true
+    xi_true = np.full((len(align.perm), len(LIBRARY_TERMS)), np.nan) if xi_true is None else xi_true
     xi_hat = fit_library(c_train_hat, train.ubar, cfg.rule_horizon)
-
-    # reconstruction of the training sessions with their inferred coefficients
     B, b = fitted.input_weights("steer")
-    r2_train = r2(simulate_windows(fitted.connectivity(fitted.c_model), B, b, train.y, train.u, bench.dt,
-                                   bench.feature, cfg.horizon), train.y)
+    res["r2_train"] = r2(simulate_windows(fitted.connectivity(fitted.c_model), B, b, train.y, train.u, bench.dt,
+                                          bench.feature, cfg.horizon), train.y)
+    res["ubar_train"] = train.ubar
+    res["c_true_train"] = c_train_true
+    res["c_inferred_train"] = c_train_hat
+    res["factor_match"] = align.score
+    res["xi_true"] = xi_true
+    res["xi_inferred"] = xi_hat
+    return xi_true, xi_hat, c_train_true
 
-    # unseen schedules, each continuing the true system from the end of training
-    patterns = cfg.test_patterns
-    ub_test = np.stack([stimulation_schedule(pt, cfg.K_test, amplitude=cfg.u_max, period=cfg.test_period)
-                        for pt in patterns])  # (schedule, K_test)
-    tests = [bench.simulate(train.state_end, u, rng) for u in ub_test]
+
+def _held_out(res: Results, fitted: Fitted, cfg: Config, ub_test: np.ndarray, tests: list,
+              c_train_true: np.ndarray) -> None:
+    """Held-out sessions (never seen by the fit; no coefficient refitted): each model's predicted connectivity and
+    coefficients, the activity of the whole session by a free rollout from its first recorded state under the
+    recorded inputs; R² of the activity and of its recurrent part (against the same model without connectivity,
+    W = 0); the adaptation's control, STEER's law driven by the wrong schedules."""
+    bench, align = fitted.bench, fitted.align
+    n_schedules = len(ub_test)
     c_true = np.stack([true_coefficients(s, align, fitted.model) for s in tests])  # (schedule, K_test, R_true)
     y_all = np.concatenate([s.y for s in tests])
     u_all = np.concatenate([s.u for s in tests])
     W_all = np.concatenate([s.W for s in tests])
 
-    # held-out sessions (never seen by the fit; no coefficient refitted): each model's predicted connectivity, the
-    # activity of the whole session by a free rollout from its first recorded state under the recorded inputs;
-    # R² of the activity and of its recurrent part (against the same model without connectivity, W = 0)
     def rollout(W: np.ndarray, B_: np.ndarray, b_: np.ndarray) -> np.ndarray:
         return free_rollout(W, B_, b_, y_all, u_all, bench.dt, bench.feature)
 
     sse = lambda pred: float(((pred - y_all) ** 2).sum())  # noqa: E731
     oracle = rollout(W_all, bench.true_B(), bench.true_bias())
-    r2_oracle = r2(oracle, y_all)
-    r2_oracle_rec = 1.0 - sse(oracle) / sse(rollout(np.zeros_like(W_all), bench.true_B(), bench.true_bias()))
-
-    c_pred = np.full((len(MODELS), len(patterns), cfg.K_test, R_true), np.nan)
-    conn_err, r2_pred, r2_rec, roll_r, c_err = (np.full(len(MODELS), np.nan) for _ in range(5))
+    res["r2_oracle"] = r2(oracle, y_all)
+    res["r2_oracle_recurrent"] = 1.0 - sse(oracle) / sse(rollout(np.zeros_like(W_all), bench.true_B(),
+                                                                   bench.true_bias()))
+    res["ubar_test"] = ub_test
+    res["c_true_test"] = c_true
     last_true = c_train_true[-1]
     for i, which in enumerate(MODELS):
         W_hat = np.stack([fitted.predict_connectivity(u, which) for u in ub_test])  # (schedule, K_test, N, P)
-        conn_err[i] = float(np.sqrt(((W_hat.reshape(W_all.shape) - W_all) ** 2).sum(axis=(1, 2)).mean()))
+        res["conn_error"][i] = float(np.sqrt(((W_hat.reshape(W_all.shape) - W_all) ** 2).sum(axis=(1, 2)).mean()))
         Bi, bi = fitted.input_weights(which)
         pred = rollout(W_hat.reshape(W_all.shape), Bi, bi)
-        r2_pred[i] = r2(pred, y_all)
-        r2_rec[i] = 1.0 - sse(pred) / sse(rollout(np.zeros_like(W_all), Bi, bi))
+        res["r2_predicted"][i] = r2(pred, y_all)
+        res["r2_recurrent"][i] = 1.0 - sse(pred) / sse(rollout(np.zeros_like(W_all), Bi, bi))
         if which == "blackbox":
-            c_model = project(fitted.model, W_hat.reshape(W_all.shape)).reshape(len(patterns), cfg.K_test, -1)
+            c_model = project(fitted.model, W_hat.reshape(W_all.shape)).reshape(n_schedules, cfg.K_test, -1)
         else:
             c_model = np.stack([fitted.predict(u, which) for u in ub_test])
-        c_pred[i] = align.to_true(c_model)
-        c_err[i] = float(np.sqrt(np.nanmean((c_pred[i] - c_true) ** 2)))
+        res["c_pred"][i] = align.to_true(c_model)
+        c_pred = res["c_pred"][i]
+        res["c_error"][i] = float(np.sqrt(np.nanmean((c_pred - c_true) ** 2)))
         # adaptation: change from the last training session, predicted against true
-        roll_r[i] = _pearson(c_pred[i] - align.to_true(fitted.c_model[-1]), c_true - last_true)
+        res["rollout_r"][i] = _pearson(c_pred - align.to_true(fitted.c_model[-1]), c_true - last_true)
     # control of the adaptation claim: STEER's law driven by the wrong schedules (rotated among the test schedules)
-    wrong = np.roll(ub_test, 1, axis=0) if len(patterns) > 1 else ub_test[:, ::-1]
+    wrong = np.roll(ub_test, 1, axis=0) if n_schedules > 1 else ub_test[:, ::-1]
     c_wrong = align.to_true(np.stack([fitted.predict(u, "steer") for u in wrong]))
-    roll_r_wrong = _pearson(c_wrong - align.to_true(fitted.c_model[-1]), c_true - last_true)
+    res["rollout_r_wrong_schedule"] = _pearson(c_wrong - align.to_true(fitted.c_model[-1]), c_true - last_true)
 
-    # control of the rule claim: the same regression on the inferred coefficients in shuffled session order
+
+def _rule_controls(res: Results, name: str, fitted: Fitted, cfg: Config, ub_test: np.ndarray,
+                   W_all: np.ndarray) -> None:
+    """The rule claim's control, the same regression on the inferred coefficients in shuffled session order; the
+    ablation, the two-stage fit (reconstruction alone, then the law on its coefficients: no coupling)."""
+    train = fitted.train
     order = np.random.default_rng([cfg.seed, 4, BENCHMARKS.index(name)]).permutation(cfg.K_train)
-    xi_shuffled = fit_library(c_train_hat[order], train.ubar[order], cfg.rule_horizon)
-
-    # ablation: the two-stage fit (reconstruction alone, then the law on its coefficients: no coupling)
+    c_train_hat = fitted.align.to_true(fitted.c_model)
+    res["xi_shuffled"] = fit_library(c_train_hat[order], train.ubar[order], cfg.rule_horizon)
     two = fit_benchmark(name, cfg.replace(lambda_cons=0.0, lambda_smooth=0.0), baselines=False)
-    xi_two = fit_library(two.align.to_true(two.c_model), train.ubar, cfg.rule_horizon)
+    res["xi_two_stage"] = fit_library(two.align.to_true(two.c_model), train.ubar, cfg.rule_horizon)
     W_two = np.concatenate([two.predict_connectivity(u, "steer") for u in ub_test])
-    conn_err_two = float(np.sqrt(((W_two - W_all) ** 2).sum(axis=(1, 2)).mean()))
+    res["conn_error_two_stage"] = float(np.sqrt(((W_two - W_all) ** 2).sum(axis=(1, 2)).mean()))
 
-    # designed intervention
+
+def _design(res: Results, name: str, fitted: Fitted, cfg: Config, rng: np.random.Generator, progress: bool) -> None:
+    """Designed intervention: for each target (the outcome of a hidden random schedule on the true system), the
+    schedule designed with the learned law against random (median) and constant (best level) schedules, and the
+    control designed with the law blind to the stimulation; common random numbers for every protocol."""
+    bench, train = fitted.bench, fitted.train
     H = cfg.design_horizon
     c_start = predict_law(fitted.law, fitted.c_model[-1], train.ubar[-1], np.zeros(1))[0]  # first session after
-    dist = np.full((cfg.n_targets, len(PROTOCOLS)), np.nan)
-    dist_blind = np.full(cfg.n_targets, np.nan)  # control: designed with a law blind to the stimulation
     blind = LibraryLaw(fitted.law.xi.shape[0], fitted.law.xi.detach() * fitted.law.mask * STIMULATION_BLIND)
-    schedules = np.zeros((cfg.n_targets, len(PROTOCOLS) + 1, H))  # designed, random (median), constant, target
-    paths = np.full((cfg.n_targets, len(PROTOCOLS) + 1, H + 1, R_true), np.nan)
     levels = cfg.u_max * np.asarray(CONSTANT_LEVELS)
     for j in tqdm(range(cfg.n_targets), desc=f"design {name}", disable=not progress, leave=False):
         ref = stimulation_schedule("random", H, amplitude=cfg.u_max, period=1, rng=rng)
@@ -223,106 +299,40 @@ def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Da
                    for _ in range(cfg.n_random)]
         d_random = np.array([outcome(u) for u in randoms])
         d_const = np.array([outcome(np.full(H, lv)) for lv in levels])
-        dist[j] = [outcome(designed), float(np.median(d_random)), float(d_const.min())]
-        dist_blind[j] = outcome(blind_u)
-        schedules[j] = [designed, randoms[int(np.argsort(d_random)[len(d_random) // 2])],
-                        np.full(H, levels[int(np.argmin(d_const))]), ref]
+        res["design_distance"][j] = [outcome(designed), float(np.median(d_random)), float(d_const.min())]
+        res["design_distance_blind"][j] = outcome(blind_u)
+        # designed, random (median), constant, target
+        res["design_ubar"][j] = [designed, randoms[int(np.argsort(d_random)[len(d_random) // 2])],
+                                 np.full(H, levels[int(np.argmin(d_const))]), ref]
         for q in range(len(PROTOCOLS) + 1):
-            paths[j, q] = _coefficient_path(bench, fitted, train.state_end, schedules[j, q],
-                                            np.random.default_rng(seed_j))
+            res["design_c"][j, q] = _coefficient_path(bench, fitted, train.state_end, res["design_ubar"][j, q],
+                                                      np.random.default_rng(seed_j))
 
-    fit_train = training_fit(fitted, cfg)
-    R_model = fitted.c_model.shape[1]
-    component = np.arange(1, R_true + 1)
-    ds = xr.Dataset(
-        {
-            "ubar_train": (("session",), train.ubar, {"long_name": "stimulation summary of training sessions",
-                                                      "units": "1"}),
-            "c_true_train": (("session", "component"), c_train_true,
-                             {"long_name": "true plasticity coefficients (Lorenz: rho; bcm_network: projection on "
-                                           "the learned factors)", "units": "1"}),
-            "c_inferred_train": (("session", "component"), c_train_hat,
-                                 {"long_name": "inferred coefficients, aligned to the truth", "units": "1"}),
-            "factor_match": (("component",), align.score,
-                             {"long_name": "|cos m| |cos n| of matched learned and true factors", "units": "1"}),
-            "xi_true": (("component", "term"), xi_true, {"long_name": "true library coefficients", "units": "1"}),
-            "xi_inferred": (("component", "term"), xi_hat,
-                            {"long_name": "inferred library coefficients (sparse regression on aligned c)",
-                             "units": "1"}),
-            "r2_train": ((), r2_train, {"long_name": "within-session R² of training sessions", "units": "1"}),
-            "r2_oracle": ((), r2_oracle, {"long_name": "R² of the true model's free rollout over whole held-out "
-                                                        "sessions (noise ceiling)", "units": "1"}),
-            "r2_oracle_recurrent": ((), r2_oracle_rec,
-                                    {"long_name": "R² of the recurrent part (1 - SSE / SSE with W = 0) of the true "
-                                                  "model's free rollout of held-out sessions", "units": "1"}),
-            "ubar_test": (("schedule", "test_session"), ub_test,
-                          {"long_name": "stimulation summary of the unseen schedules", "units": "1"}),
-            "c_true_test": (("schedule", "test_session", "component"), c_true,
-                            {"long_name": "true coefficients under the unseen schedules", "units": "1"}),
-            "c_pred": (("model", "schedule", "test_session", "component"), c_pred,
-                       {"long_name": "predicted coefficients (aligned; black box: projected)", "units": "1"}),
-            "conn_error": (("model",), conn_err,
-                           {"long_name": "RMS Frobenius error of the predicted connectivity, unseen schedules",
-                            "units": "1"}),
-            "c_error": (("model",), c_err, {"long_name": "RMS error of predicted coefficients", "units": "1"}),
-            "rollout_r": (("model",), roll_r,
-                          {"long_name": "Pearson r of predicted and true coefficient change since training",
-                           "units": "1"}),
-            "r2_predicted": (("model",), r2_pred,
-                             {"long_name": "R² of the free rollout over whole held-out sessions with the predicted "
-                                           "connectivity (no coefficient refitted)", "units": "1"}),
-            "r2_recurrent": (("model",), r2_rec,
-                             {"long_name": "R² of the recurrent part of held-out sessions: 1 - SSE / SSE of the same "
-                                           "model's free rollout with W = 0", "units": "1"}),
-            "train_fit_share": (("model",), fit_train,
-                                {"long_name": "competence: on the training sessions each model was fitted on "
-                                              "(frozen: the first, free: the last, the others: all), the share of "
-                                              "a reference's excess windowed-prediction error over the true "
-                                              "connectivity's that the model removes (1: true; 0: the reference, "
-                                              "one static connectivity, or W = 0 for frozen and free)",
-                                 "units": "1"}),
-            "rollout_r_wrong_schedule": ((), roll_r_wrong,
-                                         {"long_name": "Pearson r of STEER's predicted coefficient change under the "
-                                                       "wrong (rotated) schedules with the true change",
-                                          "units": "1"}),
-            "xi_shuffled": (("component", "term"), xi_shuffled,
-                            {"long_name": "library coefficients regressed on the inferred coefficients in shuffled "
-                                          "session order (control)", "units": "1"}),
-            "xi_two_stage": (("component", "term"), xi_two,
-                             {"long_name": "library coefficients of the two-stage fit (no coupling: lambda_cons = "
-                                           "lambda_smooth = 0)", "units": "1"}),
-            "conn_error_two_stage": ((), conn_err_two,
-                                     {"long_name": "RMS Frobenius error of the two-stage fit's predicted "
-                                                   "connectivity, unseen schedules", "units": "1"}),
-            "fit_evaluations": (("fit",), [fitted.model.fit_evaluations, fitted.gru.fit_evaluations],
-                                {"long_name": "loss and gradient evaluations of the L-BFGS fit (same optimiser "
-                                              "and iteration budget for both)", "units": "1"}),
-            "design_distance_blind": (("target",), dist_blind,
-                                      {"long_name": "distance to the target after a schedule designed with a law "
-                                                    "blind to the stimulation (ū terms dropped; control)",
-                                       "units": "1"}),
-            "design_distance": (("target", "protocol"), dist,
-                                {"long_name": "distance of the true system to the target after the protocol "
-                                              "(random: median; constant: best level); coefficients, rho for "
-                                              "Lorenz, Frobenius norm of W for bcm_network", "units": "1"}),
-            "design_ubar": (("target", "protocol_or_target", "design_session"), schedules,
-                            {"long_name": "schedules of the protocols and of the hidden target", "units": "1"}),
-            "design_c": (("target", "protocol_or_target", "design_step", "component"), paths,
-                         {"long_name": "true coefficients along each protocol", "units": "1"}),
-        },
-        coords={
-            "component": component, "term": list(LIBRARY_TERMS), "model": list(MODELS), "schedule": list(patterns),
-            "protocol": list(PROTOCOLS), "protocol_or_target": list(PROTOCOLS) + ["target"],
-            "session": np.arange(cfg.K_train), "test_session": np.arange(cfg.K_train, cfg.K_train + cfg.K_test),
-            "target": np.arange(cfg.n_targets), "fit": ["steer", "blackbox"], "design_session": np.arange(H),
-            "design_step": np.arange(H + 1),
-        },
-    )
-    ds = ds.expand_dims(benchmark=[name])
-    ds = ds.assign_coords(
-        within_assumptions=("benchmark", [name in WITHIN_ASSUMPTIONS]),
-        model_rank=("benchmark", [R_model]),
-    )
+
+def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Dataset:
+    """Steps 1-5 of the module docstring for one benchmark; a Dataset with a benchmark dimension of length 1."""
+    fitted = fit_benchmark(name, cfg, progress=progress)
+    rng = np.random.default_rng([cfg.seed, 2, BENCHMARKS.index(name)])
+    H = cfg.design_horizon
+    res = BENCHMARK.new(
+        session=np.arange(cfg.K_train), component=np.arange(1, len(fitted.align.perm) + 1), term=list(LIBRARY_TERMS),
+        model=list(MODELS), schedule=list(cfg.test_patterns), fit=list(FITS),
+        test_session=np.arange(cfg.K_train, cfg.K_train + cfg.K_test), target=np.arange(cfg.n_targets),
+        protocol=list(PROTOCOLS), protocol_or_target=[*PROTOCOLS, "target"], design_session=np.arange(H),
+        design_step=np.arange(H + 1))
+    xi_true, xi_hat, c_train_true = _rule(res, fitted, cfg)
+    # unseen schedules, each continuing the true system from the end of training
+    ub_test = np.stack([stimulation_schedule(pt, cfg.K_test, amplitude=cfg.u_max, period=cfg.test_period)
+                        for pt in cfg.test_patterns])  # (schedule, K_test)
+    tests = [fitted.bench.simulate(fitted.train.state_end, u, rng) for u in ub_test]
+    _held_out(res, fitted, cfg, ub_test, tests, c_train_true)
+    _rule_controls(res, name, fitted, cfg, ub_test, np.concatenate([s.W for s in tests]))
+    _design(res, name, fitted, cfg, rng, progress)
+    res["train_fit_share"] = training_fit(fitted, cfg)
+    res["fit_evaluations"] = [fitted.model.fit_evaluations, fitted.gru.fit_evaluations]
+    ds = res.build().expand_dims(benchmark=[name])
+    ds = ds.assign_coords(within_assumptions=("benchmark", [name in WITHIN_ASSUMPTIONS]),
+                          model_rank=("benchmark", [fitted.c_model.shape[1]]))
     ds.attrs[f"equation_true_{name}"] = " ; ".join(equation_text(xi_true, _var(name))) if np.isfinite(
         xi_true).all() else "unknown (no library rule)"
     ds.attrs[f"equation_inferred_{name}"] = " ; ".join(equation_text(xi_hat, _var(name)))
@@ -358,27 +368,21 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         coefficients (Lorenz: one).
     """
     seeds = cfg.seed + np.arange(cfg.seeds)
-    by_seed = np.full((len(cfg.benchmarks), len(seeds), len(MODELS)), np.nan)
-    fit_by_seed = np.full_like(by_seed, np.nan)
+    per_seed = SEEDS.new(benchmark=list(cfg.benchmarks), run_seed=seeds, model=list(MODELS))
     with threads(cfg.threads):
         parts = [_evaluate_benchmark(name, cfg, progress)
                  for name in tqdm(cfg.benchmarks, desc="STEER benchmarks", disable=not progress)]
         for i, name in enumerate(cfg.benchmarks):
-            by_seed[i, 0] = parts[i].conn_error.values[0]
-            fit_by_seed[i, 0] = parts[i].train_fit_share.values[0]
+            per_seed["conn_error_seeds"][i, 0] = parts[i].conn_error.values[0]
+            per_seed["train_fit_share_seeds"][i, 0] = parts[i].train_fit_share.values[0]
             if name not in WITHIN_ASSUMPTIONS:  # off_assumption_bcm: a margin within seed noise
                 for j, seed in enumerate(tqdm(seeds[1:], desc=f"seeds {name}", disable=not progress), start=1):
-                    by_seed[i, j], fit_by_seed[i, j] = _seed_errors(name, cfg.replace(seed=int(seed)))
+                    errors, fit_share = _seed_errors(name, cfg.replace(seed=int(seed)))
+                    per_seed["conn_error_seeds"][i, j] = errors
+                    per_seed["train_fit_share_seeds"][i, j] = fit_share
     ds = xr.concat(parts, dim="benchmark", join="outer", combine_attrs="drop_conflicts",
                    data_vars="all", coords="different", compat="equals")
-    ds["conn_error_seeds"] = xr.DataArray(
-        by_seed, dims=("benchmark", "run_seed", "model"), coords={"run_seed": seeds},
-        attrs={"long_name": "RMS Frobenius error of the predicted connectivity, unseen schedules, per seed "
-                           "(benchmarks off the assumptions; elsewhere the first seed only)", "units": "1"})
-    ds["train_fit_share_seeds"] = xr.DataArray(
-        fit_by_seed, dims=("benchmark", "run_seed", "model"), coords={"run_seed": seeds},
-        attrs={"long_name": "competence per seed: train_fit_share of each seed's fits (benchmarks off the "
-                            "assumptions; elsewhere the first seed only)", "units": "1"})
+    ds = xr.merge([ds, per_seed.build()], combine_attrs="override")
     for part in parts:
         ds.attrs.update(part.attrs)
     ds.attrs.update(benchmarks=list(cfg.benchmarks), K_train=cfg.K_train, K_test=cfg.K_test, horizon=cfg.horizon,

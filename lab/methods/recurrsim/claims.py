@@ -104,11 +104,6 @@ def _over_seeds(fn, statistic: str):
     return measure
 
 
-def _worst_seed(fn, larger_is_worse: bool):
-    """(measure, control): the claim on RecurrSim's worst seed; the same measure on the fixed-K model."""
-    return _over_seeds(fn, "max" if larger_is_worse else "min"), functools.partial(fn, model="fixed_k")
-
-
 def _training_depth(d: xr.Dataset, model: str) -> int | None:
     """The K a model was trained at, as evaluated: the largest K of K_eval at most its training depth (RecurrSim:
     round(mean_depth); the DEQ: its iteration cap); None for the FNOs, which ignore K."""
@@ -255,16 +250,11 @@ def _compute_matched(ds, model="recurrsim"):
     return _worst(ds, per, True)
 
 
-def _gm_ratio(d: xr.Dataset, model: str) -> float:
-    r = d.nrmse.sel(model=model) / d.nrmse.sel(model="deq")
-    return float(np.exp(np.log(r.values).mean()))
-
-
 def _vs_deq(ds, model="recurrsim"):
-    def per(d):
+    def per(d):  # the geometric mean over K of the error ratio
         r = d.nrmse.sel(model=model) / d.nrmse.sel(model="deq")
-        return _gm_ratio(d, model), "per K " + ", ".join(f"{int(k)}: {float(v):.2f}" for k, v in
-                                                         zip(r.K.values, r.values))
+        per_K = ", ".join(f"{int(k)}: {float(v):.2f}" for k, v in zip(r.K.values, r.values))
+        return float(np.exp(np.log(r.values).mean())), f"per K {per_K}"
 
     return _worst(ds, per, True)
 
@@ -282,11 +272,14 @@ def _cost_fit(ds):
     return _worst(ds, per, False, "{:.4f}")
 
 
-FIXED = "the same network trained at one fixed K (no randomised depth), measured the same way"
-FALLS, FALLS_CONTROL = _worst_seed(_falls, True)
-SATURATES, SATURATES_CONTROL = _worst_seed(_saturates, True)
-HORIZON, HORIZON_CONTROL = _worst_seed(_horizon, False)
-HOLDS, HOLDS_CONTROL = _worst_seed(_holds_beyond, True)
+def _depth_check(fn, larger_is_worse: bool) -> dict:
+    """A depth claim's measure on RecurrSim's worst training seed, and its control: the same measure on the network
+    trained at one fixed K, checked for competence."""
+    return dict(measure=_over_seeds(fn, "max" if larger_is_worse else "min"),
+                control=functools.partial(fn, model="fixed_k"),
+                control_label="the same network trained at one fixed K (no randomised depth), measured the same way",
+                competence=_competent("fixed_k"))
+
 
 CLAIMS = [
     Claim(
@@ -295,15 +288,12 @@ CLAIMS = [
                   "to K = 8, and by no more than 5% up from one evaluated K to the next (RecurrSim, worst training "
                   "seed; the larger of the two shares of its bar)",
         source="paper: error-vs-K curves on Burgers, KdV, KS (abstract: 'increase K for more-accurate simulations')",
-        measure=FALLS,
+        **_depth_check(_falls, larger_is_worse=True),
         op="<=",
         threshold=1.0,
         threshold_source="research brief's CPU check: the rollout error drops >= 30% from K = 1 to K = 8 and stays "
                          "within 5% at larger K; 1 = both parts at their bars",
         unit="x bar",
-        control=FALLS_CONTROL,
-        control_label=FIXED,
-        competence=_competent("fixed_k"),
         headline=True,
     ),
     Claim(
@@ -311,13 +301,10 @@ CLAIMS = [
         statement="The error then plateaus: beyond K = 16 it changes by at most 5% of the error depth earned at 16 "
                   "(worst training seed)",
         source="paper: plateau near K = 16 (Burgers) and K = 8 (KdV)",
-        measure=SATURATES,
+        **_depth_check(_saturates, larger_is_worse=True),
         op="<=",
         threshold=TOL,
         threshold_source="research brief: 'stays within 5%' at larger K; earned error = err(16), at most 0.7 err(1)",
-        control=SATURATES_CONTROL,
-        control_label=FIXED,
-        competence=_competent("fixed_k"),
     ),
     Claim(
         name="horizon_grows_with_K",
@@ -326,15 +313,12 @@ CLAIMS = [
                   "separates depths where the nRMSE saturates (chaotic KS); worst training seed, the smaller share "
                   "of the two bars",
         source="paper: tau_alpha against K (its metric for chaotic systems, where nRMSE saturates at O(1))",
-        measure=HORIZON,
+        **_depth_check(_horizon, larger_is_worse=False),
         op=">=",
         threshold=1.0,
         threshold_source="our convention, the 30% and 5% of error_falls_with_K (tau is censored at the rollout "
                          "length H, so the growth is a lower bound); 1 = both parts at their bars",
         unit="x bar",
-        control=HORIZON_CONTROL,
-        control_label=FIXED,
-        competence=_competent("fixed_k"),
     ),
     Claim(
         name="fixed_k_degrades",
@@ -353,14 +337,11 @@ CLAIMS = [
         statement="RecurrSim keeps the accuracy depth earned at the depths where the fixed-K model degrades (worst "
                   "training seed)",
         source="paper: RecurrSim's error is flat past its plateau",
-        measure=HOLDS,
+        **_depth_check(_holds_beyond, larger_is_worse=True),
         op="<=",
         threshold=1.0 + TOL,
         threshold_source="research brief: within 5% of the error earned at the fixed model's K (err(K_f), at most "
                          "0.7 err(1))",
-        control=HOLDS_CONTROL,
-        control_label=FIXED,
-        competence=_competent("fixed_k"),
     ),
     Claim(
         name="matches_fno_2x",

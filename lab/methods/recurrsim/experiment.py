@@ -30,11 +30,14 @@ from lab.methods.recurrsim.metrics import (
     time_per_step,
 )
 from lab.methods.recurrsim.model import FrozenDepth, LearnedStepper, count_parameters, fourier_layers_per_step
+from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
 #: Models whose accuracy depends on K (the others ignore it; their values are repeated along K).
 RECURRENT = ("recurrsim", "fixed_k", "deq")
+#: The evaluated arms: the five trained models and the K-blind control.
+ARMS = (*MODELS, "kblind")
 MODEL_LABELS = {
     "recurrsim": "RecurrFNO (RecurrSim)",
     "fixed_k": "RecurrFNO trained at one K",
@@ -43,6 +46,63 @@ MODEL_LABELS = {
     "fno_2x": "FNO, 2x parameters",
     "kblind": "K-blind control: RecurrSim's weights with the depth frozen at round(mean_depth)",
 }
+
+_EMK = ("equation", "model", "K")
+SCHEMA = Schema(
+    Var("nrmse", _EMK, "rollout nRMSE ||u_pred - u|| / ||u|| over frames 1..H, mean over test trajectories"),
+    Var("nrmse_traj", (*_EMK, "traj"), "rollout nRMSE per test trajectory"),
+    Var("nrmse_step", (*_EMK, "step"), "nRMSE per rollout frame, mean over test trajectories"),
+    Var("correlation", (*_EMK, "step"),
+        "Pearson correlation of prediction and truth per frame, mean over test trajectories"),
+    Var("tau", (*_EMK, "alpha"), "correlation horizon tau_alpha: frames before the correlation first drops below "
+        "alpha (H if never), mean over test trajectories", "frames"),
+    Var("tau_mean", _EMK, "correlation horizon averaged over alpha", "frames"),
+    Var("one_step_nrmse", _EMK, "teacher-forced one-step nRMSE on the test pairs"),
+    Var("time_per_step", _EMK, "wall time of one step on a batch of {n_test} (fastest of {timing_repeats} repeats "
+        "of >= 20 ms)", "s"),
+    Var("layers_per_step", _EMK, "Fourier layers applied per step (RecurrFNO: K + 2; FNO: 3, 2x FNO: 6); lift and "
+        "projection alike", "layers"),
+    Var("persistence_one_step_nrmse", ("equation",), "teacher-forced one-step nRMSE of predicting no change "
+        "(u(t + dt) = u(t)) on the test pairs of one_step_nrmse: the zero increment, a simulator's chance level"),
+    Var("val_nrmse", ("equation", "K"),
+        "RecurrSim rollout nRMSE on the validation trajectories (picks the depth it needs)"),
+    Var("seed_nrmse", ("equation", "seed", "K"),
+        "RecurrSim rollout nRMSE per training seed (the first: nrmse's model)"),
+    Var("seed_tau_mean", ("equation", "seed", "K"),
+        "RecurrSim correlation horizon (mean over alpha) per training seed", "frames"),
+    Var("seed_kblind_nrmse", ("equation", "seed"), "the K-blind control's rollout nRMSE per training seed"),
+    Var("seed_kblind_tau_mean", ("equation", "seed"), "the K-blind control's correlation horizon per training seed",
+        "frames"),
+    Var("n_params", ("equation", "model"), "trainable parameters"),
+    Var("train_seconds", ("equation", "model"), "training wall time (when the weights were trained; NaN: not "
+        "trained)", "s"),
+    Var("train_loss", ("equation", "model", "iteration"), "one-step training loss (MSE of the normalised increment)"),
+    Var("dt", ("equation",), "time between frames", "time"),
+    Var("domain_extent", ("equation",), "domain side length L", "length"),
+    Var("example_truth", ("equation", "step", "x"), "1-D test trajectory 0 (NaN for 2-D equations)", "u",
+        missing="2-D equations have no 1-D example"),
+    Var("example_pred", ("equation", "K", "step", "x"), "RecurrSim rollout of test trajectory 0 (1-D equations)",
+        "u", missing="2-D equations have no 1-D example"),
+    coords={
+        "model": Coord("; ".join(f"{k}: {v}" for k, v in MODEL_LABELS.items())),
+        "K": Coord("recurrent depth at test time", "iterations"),
+        "step": Coord("rollout frame", "frames"),
+        "alpha": Coord("correlation threshold", "1"),
+        "seed": Coord("model seed of RecurrSim's training"),
+        "iteration": Coord("optimiser step"),
+        "x": Coord("1-D grid index (x = index * L / grid_1d)"),
+    },
+)
+#: The Navier-Stokes examples, in the results only when the run has that equation.
+NS_SCHEMA = Schema(
+    Var("example_vorticity_truth", ("frame", "y2", "x2"), "Navier-Stokes test trajectory 0", "vorticity"),
+    Var("example_vorticity_pred", ("K", "frame", "y2", "x2"), "RecurrSim rollout of Navier-Stokes test trajectory 0",
+        "vorticity"),
+    coords={"frame": Coord("rollout frame", "frames")},
+)
+#: The results of _evaluate stored per (equation, model), by variable.
+_EVALUATED = {"nrmse": "nrmse", "nrmse_traj": "nrmse_traj", "nrmse_step": "nrmse_step", "correlation": "correlation",
+              "tau": "tau", "one_step_nrmse": "one_step", "time_per_step": "time"}
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -79,6 +139,82 @@ def _depth_curve(model, Ks, test: np.ndarray, *, H: int, alphas: np.ndarray) -> 
     return np.array(err), np.array(tau)
 
 
+def _arm(cfg: Config, eq: str, kind: str, train_set: np.ndarray, by_kind: dict, progress: bool):
+    """One arm's model, its training loss curve, training seconds and Fourier layers per step at each K of K_eval
+    (the K-blind control: no training, RecurrSim's weights at one depth)."""
+    if kind == "kblind":
+        K_frozen = max(1, round(cfg.mean_depth))
+        return (FrozenDepth(by_kind["recurrsim"], K_frozen), np.nan, np.nan,
+                fourier_layers_per_step("recurrsim", K_frozen))
+    trained = train.trained_model(cfg, eq, kind, train=train_set, progress=progress)
+    return (trained.model, trained.curves["loss"], trained.meta["train_seconds"],
+            [fourier_layers_per_step(kind, K) for K in cfg.K_eval])
+
+
+def _recurrsim_extras(cfg: Config, res: Results, e: int, eq: str, model, example: np.ndarray, test: np.ndarray,
+                      val: np.ndarray) -> None:
+    """RecurrSim's validation errors at each K (they pick the depth it needs) and its example rollout."""
+    H = cfg.rollout_steps
+    for k, K in enumerate(cfg.K_eval):
+        pred = rollout(LearnedStepper(model, K), val[:, 0], H)
+        res["val_nrmse"][e, k] = rollout_metrics(pred, val[:, : H + 1])["nrmse"].mean()
+    if train.dims_of(eq) == 1:
+        res["example_truth"][e], res["example_pred"][e] = test[0, : H + 1], example
+    else:
+        frames = _frames(H)
+        res["example_vorticity_truth"][...] = test[0, frames]
+        res["example_vorticity_pred"][...] = example[:, frames]
+
+
+def _seed_curves(cfg: Config, res: Results, e: int, eq: str, train_set: np.ndarray, test: np.ndarray, bar,
+                 progress: bool) -> None:
+    """RecurrSim's depth curve and the K-blind control's error on every training seed, for the claims' spread (the
+    first seed's: the models evaluated above)."""
+    H, alphas, K_frozen, kb = cfg.rollout_steps, cfg.alphas, max(1, round(cfg.mean_depth)), ARMS.index("kblind")
+    res["seed_nrmse"][e, 0], res["seed_tau_mean"][e, 0] = res["nrmse"][e, 0], res["tau"][e, 0].mean(-1)
+    res["seed_kblind_nrmse"][e, 0], res["seed_kblind_tau_mean"][e, 0] = (res["nrmse"][e, kb, 0],
+                                                                         res["tau"][e, kb, 0].mean())
+    for i in range(1, cfg.seeds):
+        seed = cfg.seed + i
+        bar.set_postfix_str(f"{eq}: recurrsim, seed {seed}")
+        model = train.trained_model(cfg, eq, "recurrsim", train=train_set, progress=progress, model_seed=seed).model
+        res["seed_nrmse"][e, i], res["seed_tau_mean"][e, i] = _depth_curve(model, cfg.K_eval, test, H=H,
+                                                                           alphas=alphas)
+        (res["seed_kblind_nrmse"][e, i],), (res["seed_kblind_tau_mean"][e, i],) = _depth_curve(
+            FrozenDepth(model, K_frozen), [None], test, H=H, alphas=alphas)
+        bar.update(1)
+
+
+def _equation(cfg: Config, res: Results, e: int, eq: str, bar, progress: bool) -> None:
+    """Every arm on one equation: trained (or loaded), evaluated at every K; then RecurrSim's other seeds."""
+    H = cfg.rollout_steps
+    train_set = train.load_split(cfg, eq, "train", progress=progress)
+    test = train.load_split(cfg, eq, "test", progress=progress)
+    val = train.load_split(cfg, eq, "val", progress=progress)
+    res["dt"][e], res["domain_extent"][e] = train.frame_dt(cfg, eq), train.domain_extent(cfg, eq)
+    res["persistence_one_step_nrmse"][e] = persistence_one_step_nrmse(test, H)
+    by_kind: dict[str, torch.nn.Module] = {}
+    for m, kind in enumerate(ARMS):
+        bar.set_postfix_str(f"{eq}: {kind}")
+        model, curve, seconds, layers = _arm(cfg, eq, kind, train_set, by_kind, progress)
+        res["layers_per_step"][e, m] = layers
+        r = _evaluate(cfg, model, kind, test, H=H, alphas=cfg.alphas)
+        for var, key in _EVALUATED.items():
+            res[var][e, m] = r[key]
+        res["n_params"][e, m], res["train_seconds"][e, m], res["train_loss"][e, m] = (count_parameters(model),
+                                                                                      seconds, curve)
+        by_kind[kind] = model
+        if kind == "recurrsim":
+            _recurrsim_extras(cfg, res, e, eq, model, r["example"], test, val)
+        bar.update(1)
+    _seed_curves(cfg, res, e, eq, train_set, test, bar, progress)
+
+
+def _frames(H: int) -> np.ndarray:
+    """The rollout frames of the 2-D examples: first, middle, last."""
+    return np.unique(np.array([0, H // 2, H]))
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train (or load) the five models per equation and evaluate them and the K-blind control at every K of
     ``K_eval``; RecurrSim also on the validation split.
@@ -89,157 +225,29 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         ``frame``, ``y2``, ``x2`` (2-D examples). Fixed-depth models do not depend on K: their values are repeated
         along K.
     """
-    eqs, models, Ks = list(cfg.equations), list(MODELS) + ["kblind"], list(cfg.K_eval)
-    K_frozen = max(1, round(cfg.mean_depth))
-    H, alphas = cfg.rollout_steps, cfg.alphas
-    nE, nM, nK = len(eqs), len(models), len(Ks)
+    eqs, H = list(cfg.equations), cfg.rollout_steps
+    dims = dict(equation=eqs, model=list(ARMS), K=np.asarray(list(cfg.K_eval)), step=np.arange(H + 1),
+                alpha=cfg.alphas, traj=np.arange(cfg.n_test), seed=np.array([cfg.seed + i for i in range(cfg.seeds)]),
+                iteration=np.arange(cfg.iterations), x=np.arange(cfg.grid_1d))
+    schema = SCHEMA
+    if "navier_stokes" in eqs:
+        schema = SCHEMA + NS_SCHEMA
+        dims.update(frame=_frames(H), y2=cfg.grid_2d, x2=cfg.grid_2d)
+    res = schema.new(context={"n_test": cfg.n_test, "timing_repeats": cfg.timing_repeats}, **dims)
 
-    def full(*shape):
-        return np.full(shape, np.nan)
-
-    nrmse, one_step, timing = full(nE, nM, nK), full(nE, nM, nK), full(nE, nM, nK)
-    nrmse_traj = full(nE, nM, nK, cfg.n_test)
-    nrmse_step, corr = full(nE, nM, nK, H + 1), full(nE, nM, nK, H + 1)
-    tau = full(nE, nM, nK, len(alphas))
-    n_params, train_seconds, dts, extents, persist = full(nE, nM), full(nE, nM), full(nE), full(nE), full(nE)
-    layers, val_nrmse = full(nE, nM, nK), full(nE, nK)
-    seeds = [cfg.seed + i for i in range(cfg.seeds)]
-    seed_nrmse, seed_tau, seed_kb_nrmse, seed_kb_tau = (full(nE, len(seeds), nK), full(nE, len(seeds), nK),
-                                                        full(nE, len(seeds)), full(nE, len(seeds)))
-    loss = full(nE, nM, cfg.iterations)
-    ex_truth, ex_pred = full(nE, H + 1, cfg.grid_1d), full(nE, nK, H + 1, cfg.grid_1d)
-    frames = np.unique(np.array([0, H // 2, H]))
-    n2 = cfg.grid_2d
-    ex2_truth, ex2_pred = full(len(frames), n2, n2), full(nK, len(frames), n2, n2)
-
-    bar = tqdm(total=nE * (nM + len(seeds) - 1), desc="recurrsim", disable=not progress)
+    bar = tqdm(total=len(eqs) * (len(ARMS) + cfg.seeds - 1), desc="recurrsim", disable=not progress)
     with threads(cfg.threads):
         for e, eq in enumerate(eqs):
-            train_set = train.load_split(cfg, eq, "train", progress=progress)
-            test = train.load_split(cfg, eq, "test", progress=progress)
-            val = train.load_split(cfg, eq, "val", progress=progress)
-            by_kind: dict[str, torch.nn.Module] = {}
-            dts[e], extents[e] = train.frame_dt(cfg, eq), train.domain_extent(cfg, eq)
-            persist[e] = persistence_one_step_nrmse(test, H)
-            for m, kind in enumerate(models):
-                bar.set_postfix_str(f"{eq}: {kind}")
-                if kind == "kblind":  # the control: no training, RecurrSim's weights at one depth
-                    model, curve, seconds = FrozenDepth(by_kind["recurrsim"], K_frozen), np.nan, np.nan
-                    layers[e, m] = fourier_layers_per_step("recurrsim", K_frozen)
-                else:
-                    trained = train.trained_model(cfg, eq, kind, train=train_set, progress=progress)
-                    model, curve, seconds = trained.model, trained.curves["loss"], trained.meta["train_seconds"]
-                    layers[e, m] = [fourier_layers_per_step(kind, K) for K in Ks]
-                r = _evaluate(cfg, model, kind, test, H=H, alphas=alphas)
-                nrmse[e, m], nrmse_traj[e, m], nrmse_step[e, m] = r["nrmse"], r["nrmse_traj"], r["nrmse_step"]
-                corr[e, m], tau[e, m], one_step[e, m], timing[e, m] = (r["correlation"], r["tau"], r["one_step"],
-                                                                       r["time"])
-                n_params[e, m], train_seconds[e, m], loss[e, m] = count_parameters(model), seconds, curve
-                by_kind[kind] = model
-                if kind == "recurrsim":
-                    for k, K in enumerate(Ks):
-                        pred = rollout(LearnedStepper(model, K), val[:, 0], H)
-                        val_nrmse[e, k] = rollout_metrics(pred, val[:, : H + 1])["nrmse"].mean()
-                    if train.dims_of(eq) == 1:
-                        ex_truth[e], ex_pred[e] = test[0, : H + 1], r["example"]
-                    else:
-                        ex2_truth[:], ex2_pred[:] = test[0, frames], r["example"][:, frames]
-                bar.update(1)
-            kb = models.index("kblind")
-            seed_nrmse[e, 0], seed_tau[e, 0] = nrmse[e, 0], tau[e, 0].mean(-1)
-            seed_kb_nrmse[e, 0], seed_kb_tau[e, 0] = nrmse[e, kb, 0], tau[e, kb, 0].mean()
-            for i, seed in enumerate(seeds[1:], 1):  # RecurrSim's other training seeds, for the claims' spread
-                bar.set_postfix_str(f"{eq}: recurrsim, seed {seed}")
-                model = train.trained_model(cfg, eq, "recurrsim", train=train_set, progress=progress,
-                                            model_seed=seed).model
-                seed_nrmse[e, i], seed_tau[e, i] = _depth_curve(model, Ks, test, H=H, alphas=alphas)
-                (seed_kb_nrmse[e, i],), (seed_kb_tau[e, i],) = _depth_curve(FrozenDepth(model, K_frozen), [None],
-                                                                            test, H=H, alphas=alphas)
-                bar.update(1)
+            _equation(cfg, res, e, eq, bar, progress)
     bar.close()
-
-    dims3 = ("equation", "model", "K")
-    ds = xr.Dataset(
-        {
-            "nrmse": (dims3, nrmse, {"long_name": "rollout nRMSE ||u_pred - u|| / ||u|| over frames 1..H, mean over "
-                                     "test trajectories", "units": "1"}),
-            "nrmse_traj": (dims3 + ("traj",), nrmse_traj, {"long_name": "rollout nRMSE per test trajectory",
-                                                           "units": "1"}),
-            "nrmse_step": (dims3 + ("step",), nrmse_step, {"long_name": "nRMSE per rollout frame, mean over test "
-                                                           "trajectories", "units": "1"}),
-            "correlation": (dims3 + ("step",), corr, {"long_name": "Pearson correlation of prediction and truth per "
-                                                      "frame, mean over test trajectories", "units": "1"}),
-            "tau": (dims3 + ("alpha",), tau, {"long_name": "correlation horizon tau_alpha: frames before the "
-                                              "correlation first drops below alpha (H if never), mean over test "
-                                              "trajectories", "units": "frames"}),
-            "tau_mean": (dims3, tau.mean(-1), {"long_name": "correlation horizon averaged over alpha",
-                                               "units": "frames"}),
-            "one_step_nrmse": (dims3, one_step, {"long_name": "teacher-forced one-step nRMSE on the test pairs",
-                                                 "units": "1"}),
-            "time_per_step": (dims3, timing, {"long_name": f"wall time of one step on a batch of {cfg.n_test} "
-                                              f"(fastest of {cfg.timing_repeats} repeats of >= 20 ms)",
-                                              "units": "s"}),
-            "layers_per_step": (dims3, layers, {"long_name": "Fourier layers applied per step (RecurrFNO: K + 2; "
-                                                "FNO: 3, 2x FNO: 6); lift and projection alike", "units": "layers"}),
-            "persistence_one_step_nrmse": (("equation",), persist,
-                                           {"long_name": "teacher-forced one-step nRMSE of predicting no change "
-                                                         "(u(t + dt) = u(t)) on the test pairs of one_step_nrmse: "
-                                                         "the zero increment, a simulator's chance level",
-                                            "units": "1"}),
-            "val_nrmse": (("equation", "K"), val_nrmse, {"long_name": "RecurrSim rollout nRMSE on the validation "
-                                                         "trajectories (picks the depth it needs)", "units": "1"}),
-            "seed_nrmse": (("equation", "seed", "K"), seed_nrmse,
-                           {"long_name": "RecurrSim rollout nRMSE per training seed (the first: nrmse's model)",
-                            "units": "1"}),
-            "seed_tau_mean": (("equation", "seed", "K"), seed_tau,
-                              {"long_name": "RecurrSim correlation horizon (mean over alpha) per training seed",
-                               "units": "frames"}),
-            "seed_kblind_nrmse": (("equation", "seed"), seed_kb_nrmse,
-                                  {"long_name": "the K-blind control's rollout nRMSE per training seed",
-                                   "units": "1"}),
-            "seed_kblind_tau_mean": (("equation", "seed"), seed_kb_tau,
-                                     {"long_name": "the K-blind control's correlation horizon per training seed",
-                                      "units": "frames"}),
-            "n_params": (("equation", "model"), n_params, {"long_name": "trainable parameters", "units": "1"}),
-            "train_seconds": (("equation", "model"), train_seconds,
-                              {"long_name": "training wall time (when the weights were trained; NaN: not "
-                                                "trained)", "units": "s"}),
-            "train_loss": (("equation", "model", "iteration"), loss,
-                           {"long_name": "one-step training loss (MSE of the normalised increment)", "units": "1"}),
-            "dt": (("equation",), dts, {"long_name": "time between frames", "units": "time"}),
-            "domain_extent": (("equation",), extents, {"long_name": "domain side length L", "units": "length"}),
-            "example_truth": (("equation", "step", "x"), ex_truth,
-                              {"long_name": "1-D test trajectory 0 (NaN for 2-D equations)", "units": "u"}),
-            "example_pred": (("equation", "K", "step", "x"), ex_pred,
-                             {"long_name": "RecurrSim rollout of test trajectory 0 (1-D equations)", "units": "u"}),
-        },
-        coords={
-            "equation": ("equation", eqs),
-            "model": ("model", models, {"long_name": "; ".join(f"{k}: {v}" for k, v in MODEL_LABELS.items())}),
-            "K": ("K", np.asarray(Ks), {"long_name": "recurrent depth at test time", "units": "iterations"}),
-            "step": ("step", np.arange(H + 1), {"long_name": "rollout frame", "units": "frames"}),
-            "alpha": ("alpha", alphas, {"long_name": "correlation threshold", "units": "1"}),
-            "traj": ("traj", np.arange(cfg.n_test)),
-            "seed": ("seed", np.array(seeds), {"long_name": "model seed of RecurrSim's training"}),
-            "iteration": ("iteration", np.arange(cfg.iterations), {"long_name": "optimiser step"}),
-            "x": ("x", np.arange(cfg.grid_1d), {"long_name": "1-D grid index (x = index * L / grid_1d)"}),
-        },
-    )
-    if "navier_stokes" in eqs:
-        ds["example_vorticity_truth"] = (("frame", "y2", "x2"), ex2_truth,
-                                         {"long_name": "Navier-Stokes test trajectory 0", "units": "vorticity"})
-        ds["example_vorticity_pred"] = (("K", "frame", "y2", "x2"), ex2_pred,
-                                        {"long_name": "RecurrSim rollout of Navier-Stokes test trajectory 0",
-                                         "units": "vorticity"})
-        ds = ds.assign_coords(frame=("frame", frames, {"long_name": "rollout frame", "units": "frames"}))
-    ds.attrs.update(
+    res["tau_mean"] = res["tau"][...].mean(-1)
+    return res.build(attrs=dict(
         fixed_depth=cfg.fixed_depth,
         mean_depth=cfg.mean_depth,
         grad_depth=cfg.grad_depth,
         rollout_steps=H,
-        kblind_depth=K_frozen,
+        kblind_depth=max(1, round(cfg.mean_depth)),
         deq_max_iter=cfg.deq_max_iter,
         n_val=cfg.n_val,
         note="fixed-depth models (fno, fno_2x) and the K-blind control ignore K: their values are repeated along K",
-    )
-    return ds
+    ))

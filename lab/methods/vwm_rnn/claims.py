@@ -12,10 +12,12 @@ put there, which a network that averages the colours cannot have.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, value
 from lab.methods.vwm_rnn.model import wrap
 
 #: the multimodality check uses close trials whose two colours are at least this far apart, so that the modes at
@@ -104,24 +106,44 @@ def _swap_gap(model: str):
     return measure
 
 
-def _distance(model: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        c, f = mixture(ds, model, "w_nt", "close"), mixture(ds, model, "w_nt", "far")
-        g = mixture(ds, "generator", "w_nt", "close") - mixture(ds, "generator", "w_nt", "far")
-        return over_seeds(c - f, "mean", f"{model}: w_NT close {np.mean(c):.3f} - far {np.mean(f):.3f} (the "
-                                         f"generator's draws {np.mean(g):.3f})")
+_PARAM_TEXT = {"w_t": "w_T", "w_nt": "w_NT", "w_u": "w_U", "kappa": "κ"}
 
-    return measure
+
+def _w(model: str, param: str, subset: str = "all") -> Pick:
+    """One parameter of the mixture fitted to ``model``'s responses on ``subset``, per seed."""
+    where = "" if subset == "all" else f" {subset}"
+    return Pick("mixture", f"{_PARAM_TEXT.get(param, param)}{where}",
+                sel={"model": model, "param": param, "subset": subset})
+
+
+def _noted(measure, note):
+    """``measure`` with ``note(ds)`` (a reference the reader compares with) appended to its detail."""
+
+    def noted(ds: xr.Dataset) -> Measurement:
+        m = measure(ds)
+        return dataclasses.replace(m, detail=f"{m.detail} ({note(ds)})")
+
+    return noted
+
+
+def _distance(model: str):
+    """w_NT on close trials minus on far trials, per seed, with the generator's draws' gap as reference."""
+
+    def generator(ds: xr.Dataset) -> str:
+        g = mixture(ds, "generator", "w_nt", "close") - mixture(ds, "generator", "w_nt", "far")
+        return f"the generator's draws {np.mean(g):.3f}"
+
+    return _noted(difference(_w(model, "w_nt", "close"), _w(model, "w_nt", "far"), what=model), generator)
 
 
 def _target(model: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        w, k = mixture(ds, model, "w_t"), mixture(ds, model, "kappa")
-        return over_seeds(w, "mean", f"{model}: w_T {np.mean(w):.3f}, κ {np.mean(k):.3g} (the generator's draws: "
-                                     f"w_T {np.mean(mixture(ds, 'generator', 'w_t')):.3f}, κ "
-                                     f"{np.mean(mixture(ds, 'generator', 'kappa')):.3g})")
+    """w_T per seed, with the fit's κ and the generator's draws' w_T and κ as reference."""
 
-    return measure
+    def reference(ds: xr.Dataset) -> str:
+        return (f"κ {np.mean(mixture(ds, model, 'kappa')):.3g}; the generator's draws: w_T "
+                f"{np.mean(mixture(ds, 'generator', 'w_t')):.3f}, κ {np.mean(mixture(ds, 'generator', 'kappa')):.3g}")
+
+    return _noted(value(_w(model, "w_t"), what=model), reference)
 
 
 CLAIMS = [

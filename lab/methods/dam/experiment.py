@@ -12,6 +12,63 @@ from tqdm.auto import tqdm
 from lab.methods.dam import measures, theory
 from lab.methods.dam.config import Config
 from lab.methods.dam.model import DenseAssociativeMemory, flip_to_overlap
+from lab.results import Coord, Schema, Var
+
+_NO_THEORY = "NaN when F is not the power law x^n: no signal-to-noise recursion"
+
+#: the coordinates of the trajectories' starts, trials and sweeps (every part)
+GRID = {"m0": Coord("initial overlap", "1"), "trial": Coord(), "step": Coord("update sweep", "sweeps")}
+
+
+def order_schema(n: int, s: str) -> Schema:
+    """One order's load grid: order n (suffix ``s`` = "") or the n = 2 reference network ("_n2")."""
+    a = f"alpha{s}"
+    return Schema(
+        Var(f"m{s}", (a, "m0", "trial", "step"), f"overlap with pattern 1 (n = {n}, simulated)"),
+        Var(f"m_theory{s}", (a, "m0", "step"), f"overlap from the signal-to-noise recursion (n = {n})",
+            missing=_NO_THEORY),
+        Var(f"t_conv{s}", (a, "m0", "trial"), "steps until m >= 1 - eps (NaN: never)", "sweeps"),
+        Var(f"t_conv_theory{s}", (a, "m0"), "recursion's steps until m >= 1 - eps", "sweeps"),
+        Var(f"p_retrieve{s}", (a, "m0"), "fraction of trials with final overlap >= retrieved"),
+        Var(f"basin_edge{s}", (a,), "simulated basin edge (m0 at p_retrieve = 1/2)"),
+        Var(f"basin_edge_theory{s}", (a,), "unstable fixed point m_u of the recursion"),
+        Var(f"noise_var_random{s}", (a,), "crosstalk variance at random states (m ~ 0)", "field^2"),
+        Var(f"noise_var_retrieved{s}", (a,), "crosstalk variance at retrieved states (m ~ 1)", "field^2"),
+        Var(f"critical_load{s}", (), "simulated critical load (half the runs from the pattern end with m >= "
+            "retrieved_capacity)"),
+        Var(f"critical_load_theory{s}", (), "AGS zero-temperature capacity" if n == 2 else
+            "saddle-node of the signal-to-noise recursion"),
+        Var(f"critical_load_theory_T{s}", (), "recursion's critical load after `steps`"),
+        coords={a: Coord(f"load P / N^{n - 1}", "1"), **GRID},
+    )
+
+
+#: the n = 2 reference network's capacity against its size
+CAPACITY = Schema(
+    Var("critical_load_by_N_n2", ("N_n2",), "n = 2 critical load at each size"),
+    Var("critical_load_extrapolated_n2", (), "n = 2 critical load extrapolated to N -> inf (fit a + c / sqrt(N))"),
+    Var("critical_load_slope_n2", (), "finite-size coefficient c"),
+    coords={"N_n2": Coord("spins of the n = 2 reference network")},
+)
+
+#: order n beside the n = 2 control at the same loads relative to each one's critical load
+COMPARE = Schema(
+    Var("m_cmp", ("order", "load", "m0", "trial", "step"), "overlap with pattern 1 (simulated)"),
+    Var("m_theory_cmp", ("order", "load", "m0", "step"), "overlap from the signal-to-noise recursion",
+        missing=_NO_THEORY),
+    Var("t_conv_cmp", ("order", "load", "m0", "trial"), "steps until m >= 1 - eps (NaN: never)", "sweeps"),
+    Var("t_conv_theory_cmp", ("order", "load", "m0"), "recursion's steps until m >= 1 - eps (NaN: never)",
+        "sweeps"),
+    Var("self_corr_cmp", ("order", "load", "m0", "trial", "lag"), "C(0, s): correlation over spins of xi sigma(0) "
+        "with the crosstalk z(s) s sweeps later"),
+    Var("alpha_cmp", ("order", "load"), "absolute load P / N^(order-1)"),
+    Var("critical_load_ref_cmp", ("order",), "critical load the relative loads refer to (order n: the recursion's "
+        "saddle-node; n = 2: AGS)"),
+    Var("basin_edge_theory_cmp", ("load",), "order n's recursion basin edge m_u at each relative load"),
+    coords={"order": Coord("order n of F(x) = x^n", "1"), "load": Coord("load relative to the order's critical load",
+                                                                        "1"),
+            "lag": Coord("sweeps s after the start", "sweeps"), **GRID},
+)
 
 
 @dataclass
@@ -62,100 +119,63 @@ def _simulate(
 
 
 def _order_dataset(cfg: Config, n: int, N: int, alphas, suffix: str, rng, progress: bool) -> xr.Dataset:
-    m0s = np.asarray(cfg.m0s, dtype=float)
-    sims = []
-    for alpha in tqdm(alphas, desc=f"DAM n={n}, N={N}", disable=not progress, leave=False):
-        sims.append(
-            _simulate(n=n, F=cfg.F, N=N, alpha=alpha, m0s=m0s, trials=cfg.trials, steps=cfg.steps,
-                     update=cfg.update, eps=cfg.eps, rng=rng)
-        )
-    m = np.stack([s.m for s in sims])  # (alpha, m0, trial, step)
+    """Order n at N spins over the loads ``alphas``: trajectories, retrieval, basin edge and critical load, the
+    recursion alongside (variables suffixed by ``suffix``)."""
+    s, m0s, alphas = suffix, np.asarray(cfg.m0s, dtype=float), np.asarray(alphas, float)
+    res = order_schema(n, s).new(**{f"alpha{s}": alphas}, m0=m0s, trial=np.arange(cfg.trials),
+                                 step=np.arange(cfg.steps + 1))
     has_theory = cfg.F == "power"
-    m_th = np.full((len(alphas), len(m0s), cfg.steps + 1), np.nan)
-    if has_theory:
-        for a, alpha in enumerate(alphas):
+    for a, alpha in enumerate(tqdm(alphas, desc=f"DAM n={n}, N={N}", disable=not progress, leave=False)):
+        sim = _simulate(n=n, F=cfg.F, N=N, alpha=alpha, m0s=m0s, trials=cfg.trials, steps=cfg.steps,
+                        update=cfg.update, eps=cfg.eps, rng=rng)
+        res[f"m{s}"][a] = sim.m
+        res[f"noise_var_random{s}"][a] = sim.noise_random
+        res[f"noise_var_retrieved{s}"][a] = sim.noise_retrieved
+        if has_theory:
             for k, m0 in enumerate(m0s):
-                m_th[a, k] = theory.recursion(m0, alpha, n, cfg.steps)
+                res[f"m_theory{s}"][a, k] = theory.recursion(m0, alpha, n, cfg.steps)
+    m, m_th = res[f"m{s}"][...], res[f"m_theory{s}"][...]  # (alpha, m0, trial, step), (alpha, m0, step)
     p_ret = (m[..., -1] >= cfg.retrieved).mean(axis=2)  # (alpha, m0)
-    edge = np.array([measures.basin_edge(m0s, p_ret[a]) for a in range(len(alphas))])
-    edge_th = np.array([theory.basin_edge(a, n) if has_theory else np.nan for a in alphas])
+    res[f"p_retrieve{s}"] = p_ret
+    res[f"t_conv{s}"] = measures.first_hit(m, cfg.eps)
+    res[f"t_conv_theory{s}"] = measures.first_hit(m_th, cfg.eps)
+    res[f"basin_edge{s}"] = [measures.basin_edge(m0s, p_ret[a]) for a in range(len(alphas))]
+    res[f"basin_edge_theory{s}"] = [theory.basin_edge(a, n) if has_theory else np.nan for a in alphas]
     if m0s[-1] == 1.0:  # critical load: does a run started at the pattern itself keep it?
         hold = (m[:, -1, :, -1] >= cfg.retrieved_capacity).mean(axis=1)
-        crit = measures.critical_load(np.asarray(alphas), hold)
+        res[f"critical_load{s}"] = measures.critical_load(alphas, hold)
         hold_th = (m_th[:, -1, -1] >= cfg.retrieved_capacity).astype(float)
-        crit_th_T = measures.critical_load(np.asarray(alphas), hold_th) if has_theory else np.nan
+        res[f"critical_load_theory_T{s}"] = measures.critical_load(alphas, hold_th) if has_theory else np.nan
     else:
-        crit = crit_th_T = np.nan
+        res[f"critical_load{s}"] = res[f"critical_load_theory_T{s}"] = np.nan
     if n == 2:
-        crit_th = theory.ags_capacity()[0]
-        crit_src = "AGS zero-temperature capacity"
+        res[f"critical_load_theory{s}"] = theory.ags_capacity()[0]
     else:
-        crit_th = theory.critical_load(n) if has_theory else np.nan
-        crit_src = "saddle-node of the signal-to-noise recursion"
-    s = suffix
-    a_dim, load_desc = f"alpha{s}", f"load P / N^{n - 1}"
-    dims4 = (a_dim, "m0", "trial", "step")
-    ds = xr.Dataset(
-        {
-            f"m{s}": (dims4, m, {"long_name": f"overlap with pattern 1 (n = {n}, simulated)", "units": "1"}),
-            f"m_theory{s}": ((a_dim, "m0", "step"), m_th,
-                             {"long_name": f"overlap from the signal-to-noise recursion (n = {n})", "units": "1"}),
-            f"t_conv{s}": ((a_dim, "m0", "trial"), measures.first_hit(m, cfg.eps),
-                           {"long_name": "steps until m >= 1 - eps (NaN: never)", "units": "sweeps"}),
-            f"t_conv_theory{s}": ((a_dim, "m0"), measures.first_hit(m_th, cfg.eps),
-                                  {"long_name": "recursion's steps until m >= 1 - eps", "units": "sweeps"}),
-            f"p_retrieve{s}": ((a_dim, "m0"), p_ret,
-                               {"long_name": "fraction of trials with final overlap >= retrieved", "units": "1"}),
-            f"basin_edge{s}": ((a_dim,), edge, {"long_name": "simulated basin edge (m0 at p_retrieve = 1/2)",
-                                                "units": "1"}),
-            f"basin_edge_theory{s}": ((a_dim,), edge_th,
-                                      {"long_name": "unstable fixed point m_u of the recursion", "units": "1"}),
-            f"noise_var_random{s}": ((a_dim,), np.array([x.noise_random for x in sims]),
-                                     {"long_name": "crosstalk variance at random states (m ~ 0)",
-                                      "units": "field^2"}),
-            f"noise_var_retrieved{s}": ((a_dim,), np.array([x.noise_retrieved for x in sims]),
-                                        {"long_name": "crosstalk variance at retrieved states (m ~ 1)",
-                                         "units": "field^2"}),
-            f"critical_load{s}": ((), crit, {"long_name": "simulated critical load (half the runs from the pattern "
-                                             "end with m >= retrieved_capacity)", "units": "1"}),
-            f"critical_load_theory{s}": ((), crit_th, {"long_name": crit_src, "units": "1"}),
-            f"critical_load_theory_T{s}": ((), crit_th_T, {"long_name": "recursion's critical load after `steps`",
-                                                          "units": "1"}),
-        },
-        coords={a_dim: (a_dim, np.asarray(alphas, float), {"long_name": load_desc, "units": "1"})},
-        attrs={f"order{s}": n, f"N{s}": N},
-    )
-    return ds
+        res[f"critical_load_theory{s}"] = theory.critical_load(n) if has_theory else np.nan
+    return res.build(attrs={f"order{s}": n, f"N{s}": N})
 
 
 def _capacity_scaling(cfg: Config, rng, progress: bool) -> xr.Dataset:
     """n = 2 critical load at each size in ``N_n2`` (from the pattern itself) and its large-N extrapolation."""
     alphas = np.asarray(cfg.alphas_n2, dtype=float)
     sizes = np.asarray(cfg.N_n2, dtype=int)
-    crit = np.empty(len(sizes))
+    res = CAPACITY.new(N_n2=sizes)
     for k, N in enumerate(tqdm(sizes, desc="DAM n=2 capacity vs N", disable=not progress, leave=False)):
         p = [
             np.mean(_simulate(n=2, F=cfg.F, N=int(N), alpha=a, m0s=[1.0], trials=cfg.trials,
-                             steps=cfg.capacity_steps, update=cfg.update, eps=cfg.eps, rng=rng).m[0, :, -1]
+                              steps=cfg.capacity_steps, update=cfg.update, eps=cfg.eps, rng=rng).m[0, :, -1]
                     >= cfg.retrieved_capacity)
             for a in alphas
         ]
-        crit[k] = measures.critical_load(alphas, np.asarray(p))
+        res["critical_load_by_N_n2"][k] = measures.critical_load(alphas, np.asarray(p))
     if len(sizes) >= 2:  # least squares alpha_c(N) = a + c / sqrt(N)
         X = np.stack([np.ones(len(sizes)), 1.0 / np.sqrt(sizes)], axis=1)
-        (a_inf, slope), *_ = np.linalg.lstsq(X, crit, rcond=None)
+        (a_inf, slope), *_ = np.linalg.lstsq(X, res["critical_load_by_N_n2"][...], rcond=None)
     else:
         a_inf, slope = math.nan, math.nan
-    return xr.Dataset(
-        {
-            "critical_load_by_N_n2": (("N_n2",), crit, {"long_name": "n = 2 critical load at each size",
-                                                        "units": "1"}),
-            "critical_load_extrapolated_n2": ((), a_inf, {"long_name": "n = 2 critical load extrapolated to "
-                                                          "N -> inf (fit a + c / sqrt(N))", "units": "1"}),
-            "critical_load_slope_n2": ((), slope, {"long_name": "finite-size coefficient c", "units": "1"}),
-        },
-        coords={"N_n2": ("N_n2", sizes, {"long_name": "spins of the n = 2 reference network"})},
-    )
+    res["critical_load_extrapolated_n2"] = a_inf
+    res["critical_load_slope_n2"] = slope
+    return res.build()
 
 
 def _self_noise_run(dam, m0s, cfg: Config, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -188,49 +208,25 @@ def _compare_orders(cfg: Config, rng, progress: bool) -> xr.Dataset:
     """Order n and the n = 2 control at the same loads relative to each one's critical load, same m0s and steps."""
     orders = (cfg.n, 2)
     loads, m0s = np.asarray(cfg.loads, float), np.asarray(cfg.m0s, float)
+    res = COMPARE.new(order=np.asarray(orders), load=loads, m0=m0s, trial=np.arange(cfg.trials),
+                      step=np.arange(cfg.steps + 1), lag=np.arange(cfg.lags + 1))
     crit = np.array([theory.ags_capacity()[0] if k == 2 else theory.critical_load(k) for k in orders])
     alphas = crit[:, None] * loads[None, :]  # (order, load)
-    shape = (len(orders), len(loads), len(m0s))
-    m = np.empty((*shape, cfg.trials, cfg.steps + 1))
-    c = np.empty((*shape, cfg.trials, cfg.lags + 1))
-    m_th = np.full((*shape, cfg.steps + 1), np.nan)
+    res["critical_load_ref_cmp"] = crit
+    res["alpha_cmp"] = alphas
     for o, k in enumerate(orders):
         for r in tqdm(range(len(loads)), desc=f"DAM n={k} vs relative load", disable=not progress, leave=False):
             P = max(1, round(alphas[o, r] * cfg.N ** (k - 1)))
             for trial in range(cfg.trials):  # fresh patterns every trial, as in the load grids
                 dam = DenseAssociativeMemory.random(P, cfg.N, n=k, F=cfg.F, rng=rng)
-                m[o, r, :, trial], c[o, r, :, trial] = _self_noise_run(dam, m0s, cfg, rng)
+                res["m_cmp"][o, r, :, trial], res["self_corr_cmp"][o, r, :, trial] = _self_noise_run(dam, m0s, cfg,
+                                                                                                     rng)
             if cfg.F == "power":
-                m_th[o, r] = [theory.recursion(x, alphas[o, r], k, cfg.steps) for x in m0s]
-    edge = np.array([theory.basin_edge(a, cfg.n) if cfg.F == "power" else np.nan for a in alphas[0]])
-    dims = ("order", "load", "m0")
-    return xr.Dataset(
-        {
-            "m_cmp": ((*dims, "trial", "step"), m, {"long_name": "overlap with pattern 1 (simulated)", "units": "1"}),
-            "m_theory_cmp": ((*dims, "step"), m_th, {"long_name": "overlap from the signal-to-noise recursion",
-                                                      "units": "1"}),
-            "t_conv_cmp": ((*dims, "trial"), measures.first_hit(m, cfg.eps),
-                           {"long_name": "steps until m >= 1 - eps (NaN: never)", "units": "sweeps"}),
-            "t_conv_theory_cmp": (dims, measures.first_hit(m_th, cfg.eps),
-                                  {"long_name": "recursion's steps until m >= 1 - eps (NaN: never)",
-                                   "units": "sweeps"}),
-            "self_corr_cmp": ((*dims, "trial", "lag"), c,
-                              {"long_name": "C(0, s): correlation over spins of xi sigma(0) with the crosstalk "
-                                            "z(s) s sweeps later", "units": "1"}),
-            "alpha_cmp": (("order", "load"), alphas, {"long_name": "absolute load P / N^(order-1)", "units": "1"}),
-            "critical_load_ref_cmp": (("order",), crit,
-                                      {"long_name": "critical load the relative loads refer to (order n: the "
-                                                    "recursion's saddle-node; n = 2: AGS)", "units": "1"}),
-            "basin_edge_theory_cmp": (("load",), edge,
-                                      {"long_name": "order n's recursion basin edge m_u at each relative load",
-                                       "units": "1"}),
-        },
-        coords={
-            "order": ("order", np.asarray(orders), {"long_name": "order n of F(x) = x^n", "units": "1"}),
-            "load": ("load", loads, {"long_name": "load relative to the order's critical load", "units": "1"}),
-            "lag": ("lag", np.arange(cfg.lags + 1), {"long_name": "sweeps s after the start", "units": "sweeps"}),
-        },
-    )
+                res["m_theory_cmp"][o, r] = [theory.recursion(x, alphas[o, r], k, cfg.steps) for x in m0s]
+    res["t_conv_cmp"] = measures.first_hit(res["m_cmp"][...], cfg.eps)
+    res["t_conv_theory_cmp"] = measures.first_hit(res["m_theory_cmp"][...], cfg.eps)
+    res["basin_edge_theory_cmp"] = [theory.basin_edge(a, cfg.n) if cfg.F == "power" else np.nan for a in alphas[0]]
+    return res.build()
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -247,10 +243,5 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         parts.append(_capacity_scaling(cfg, rng, progress))
     parts.append(_compare_orders(cfg, rng, progress))  # last: the grids above keep their random streams
     ds = xr.merge(parts, combine_attrs="no_conflicts")
-    ds = ds.assign_coords(
-        m0=("m0", np.asarray(cfg.m0s, float), {"long_name": "initial overlap", "units": "1"}),
-        trial=("trial", np.arange(cfg.trials)),
-        step=("step", np.arange(cfg.steps + 1), {"long_name": "update sweep", "units": "sweeps"}),
-    )
     ds.attrs.update(n=cfg.n, N=cfg.N, F=cfg.F, update=cfg.update, eps=cfg.eps, retrieved=cfg.retrieved)
     return ds

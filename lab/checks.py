@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +149,7 @@ def check_real(name: str, value: Any, minimum: float | None = None, maximum: flo
     return float(value)
 
 
-def check_choice(name: str, value: Any, options: Sequence[Any]) -> Any:
-    """``value`` if it is one of ``options``; raises :class:`ConfigError`."""
+def check_choice(name: str, value: Any, options: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``options`` (any iterable: a mapping gives its keys); raises :class:`ConfigError`."""
     Choices(*options).check(name, value)
     return value

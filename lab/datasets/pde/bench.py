@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ._checks import bad_value
+from lab.checks import bad_value
+
 from .etdrk4 import rollout, solver_threads
 from .initial import random_sines, random_vorticity
 from .steppers import BurgersStepper, KdVStepper, KSStepper, NavierStokes2DStepper

@@ -52,8 +52,8 @@ import numpy as np
 import xarray as xr
 
 from lab.cache import cached_dataset
+from lab.checks import bad_value, check_choice, check_int, check_real
 
-from ._checks import bad_value, check_choice, check_int, check_real
 from .etdrk4 import SpectralStepper, stepping
 from .initial import random_sines, random_vorticity
 from .steppers import (
@@ -224,9 +224,9 @@ def pde_dataset_config(
         "n_traj": check_int("n_traj", n_traj, minimum=1),
         "n_steps": check_int("n_steps", n_steps, minimum=0),
         "num_points": check_int("num_points", spec["num_points"] if num_points is None else num_points, minimum=4),
-        "dt": check_real("dt", spec["dt"] if dt is None else dt, positive=True),
+        "dt": check_real("dt", spec["dt"] if dt is None else dt, 0.0, lo_open=True),
         "domain_extent": check_real(
-            "domain_extent", spec["domain_extent"] if domain_extent is None else domain_extent, positive=True
+            "domain_extent", spec["domain_extent"] if domain_extent is None else domain_extent, 0.0, lo_open=True
         ),
         "substeps": check_int("substeps", spec["substeps"] if substeps is None else substeps, minimum=1),
         "warmup_steps": check_int(

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import bad_value, check_int, check_real
+from lab.checks import bad_value, check_int, check_real
 
 __all__ = [
     "SpectralStepper",
@@ -114,9 +114,9 @@ def etdrk4_coefficients(
         dict with complex128 arrays of the shape of ``linear_operator``: ``E``
         (``exp(hL)``), ``E2`` (``exp(hL/2)``), ``Q``, ``f1``, ``f2``, ``f3``.
     """
-    dt = check_real("dt", dt, positive=True)
+    dt = check_real("dt", dt, 0.0, lo_open=True)
     num_circle_points = check_int("num_circle_points", num_circle_points, minimum=4)
-    circle_radius = check_real("circle_radius", circle_radius, positive=True)
+    circle_radius = check_real("circle_radius", circle_radius, 0.0, lo_open=True)
     hl = dt * np.asarray(linear_operator, dtype=np.complex128)
     j = np.arange(1, num_circle_points + 1)
     roots = circle_radius * np.exp(2j * np.pi * (j - 0.5) / num_circle_points)
@@ -166,10 +166,10 @@ class SpectralStepper(abc.ABC):
         self.num_spatial_dims = check_int("num_spatial_dims", num_spatial_dims, minimum=1)
         if self.num_spatial_dims > 2:
             raise bad_value("num_spatial_dims", num_spatial_dims, "1 or 2")
-        self.domain_extent = check_real("domain_extent", domain_extent, positive=True)
+        self.domain_extent = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
         self.num_points = check_int("num_points", num_points, minimum=4)
-        self.dt = check_real("dt", dt, positive=True)
-        self.dealias_fraction = check_real("dealias_fraction", dealias_fraction, positive=True, upper=1.0)
+        self.dt = check_real("dt", dt, 0.0, lo_open=True)
+        self.dealias_fraction = check_real("dealias_fraction", dealias_fraction, 0.0, 1.0, lo_open=True)
         n, d = self.num_points, self.num_spatial_dims
         self.spatial_shape: tuple[int, ...] = (n,) * d
         self.fourier_shape: tuple[int, ...] = (n,) * (d - 1) + (n // 2 + 1,)

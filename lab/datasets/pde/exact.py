@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ._checks import check_int, check_real
+from lab.checks import check_int, check_real
 
 __all__ = ["burgers_cole_hopf", "heat_exact", "kdv_soliton"]
 
@@ -51,9 +51,9 @@ def heat_exact(
     Returns:
         float64 array of the shape of ``u0``.
     """
-    domain_extent = check_real("domain_extent", domain_extent, positive=True)
-    nu = check_real("nu", nu, nonnegative=True)
-    t = check_real("t", t, nonnegative=True)
+    domain_extent = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
+    nu = check_real("nu", nu, 0.0)
+    t = check_real("t", t, 0.0)
     d = check_int("num_spatial_dims", num_spatial_dims, minimum=1)
     u0 = np.asarray(u0, dtype=np.float64)
     axes = tuple(range(-d, 0))
@@ -104,7 +104,7 @@ def kdv_soliton(
         )
     xi = np.asarray(x, dtype=np.float64) - speed * t - x0
     if domain_extent is not None:
-        L = check_real("domain_extent", domain_extent, positive=True)
+        L = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
         xi = (xi + L / 2) % L - L / 2
     kappa = 0.5 * math.sqrt(speed / dispersion)
     return (3.0 * speed / convection) / np.cosh(kappa * xi) ** 2
@@ -134,9 +134,9 @@ def burgers_cole_hopf(
     Returns:
         float64 array ``u(x_j, t)`` of the shape of ``u0``.
     """
-    L = check_real("domain_extent", domain_extent, positive=True)
-    nu = check_real("nu", nu, positive=True)
-    t = check_real("t", t, positive=True)
+    L = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
+    nu = check_real("nu", nu, 0.0, lo_open=True)
+    t = check_real("t", t, 0.0, lo_open=True)
     points_per_width = check_int("points_per_width", points_per_width, minimum=2)
     min_oversample = check_int("min_oversample", min_oversample, minimum=1)
     u0 = np.asarray(u0, dtype=np.float64)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_int, check_real
+from lab.checks import check_int, check_real
+
 from .etdrk4 import SpectralStepper, advance
 from .steppers import velocity_from_vorticity
 
@@ -66,7 +67,7 @@ def random_sine_parameters(
     rng = _check_rng(rng)
     batch = check_int("batch", batch, minimum=1)
     num_terms = check_int("num_terms", num_terms, minimum=1)
-    amplitude = check_real("amplitude", amplitude, nonnegative=True)
+    amplitude = check_real("amplitude", amplitude, 0.0)
     min_wavenumber = check_int("min_wavenumber", min_wavenumber, minimum=1)
     max_wavenumber = check_int("max_wavenumber", max_wavenumber, minimum=min_wavenumber)
     return {
@@ -126,7 +127,7 @@ def random_sines(
         array of shape ``(batch, N)``.
     """
     num_points = check_int("num_points", num_points, minimum=4)
-    domain_extent = check_real("domain_extent", domain_extent, positive=True)
+    domain_extent = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
     params = random_sine_parameters(
         rng,
         batch,
@@ -201,14 +202,14 @@ def random_vorticity(
     rng = _check_rng(rng)
     batch = check_int("batch", batch, minimum=1)
     num_points = check_int("num_points", num_points, minimum=4)
-    domain_extent = check_real("domain_extent", domain_extent, positive=True)
-    min_mode = check_real("min_mode", min_mode, positive=True)
-    max_mode = check_real("max_mode", max_mode, positive=True)
+    domain_extent = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
+    min_mode = check_real("min_mode", min_mode, 0.0, lo_open=True)
+    max_mode = check_real("max_mode", max_mode, 0.0, lo_open=True)
     if max_mode < min_mode:
         raise ValueError(f"max_mode must be >= min_mode={min_mode}, got {max_mode!r}")
     if max_mode > num_points // 2:
         raise ValueError(f"max_mode must be <= num_points // 2 = {num_points // 2}, got {max_mode!r}")
-    velocity_rms = check_real("velocity_rms", velocity_rms, positive=True)
+    velocity_rms = check_real("velocity_rms", velocity_rms, 0.0, lo_open=True)
     n = num_points
     noise = rng.standard_normal((batch, n, n))
     my = np.fft.fftfreq(n, 1.0 / n)[:, None]
@@ -251,8 +252,8 @@ def taylor_green_vorticity(
     """
     num_points = check_int("num_points", num_points, minimum=4)
     mode = check_int("mode", mode, minimum=1)
-    k = 2.0 * np.pi * mode / check_real("domain_extent", domain_extent, positive=True)
+    k = 2.0 * np.pi * mode / check_real("domain_extent", domain_extent, 0.0, lo_open=True)
     g = np.arange(num_points) * (domain_extent / num_points)
     y, x = np.meshgrid(g, g, indexing="ij")
-    decay = np.exp(-(2.0 * check_real("nu", nu, nonnegative=True) * k**2 + check_real("drag", drag)) * t)
+    decay = np.exp(-(2.0 * check_real("nu", nu, 0.0) * k**2 + check_real("drag", drag)) * t)
     return 2.0 * amplitude * k * np.sin(k * x) * np.sin(k * y) * decay

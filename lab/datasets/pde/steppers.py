@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import bad_value, check_int, check_real
+from lab.checks import bad_value, check_int, check_real
+
 from .etdrk4 import SpectralStepper
 
 __all__ = [
@@ -51,7 +52,7 @@ class HeatStepper(SpectralStepper):
         num_spatial_dims: int = 1,
         **kwargs: Any,
     ) -> None:
-        self.nu = check_real("nu", nu, nonnegative=True)
+        self.nu = check_real("nu", nu, 0.0)
         super().__init__(num_spatial_dims, domain_extent, num_points, dt, **kwargs)
 
     def _linear_operator(self) -> np.ndarray:
@@ -110,7 +111,7 @@ class BurgersStepper(_Convection1D):
         convection: float = 1.0,
         **kwargs: Any,
     ) -> None:
-        self.nu = check_real("nu", nu, nonnegative=True)
+        self.nu = check_real("nu", nu, 0.0)
         super().__init__(domain_extent, num_points, dt, convection=convection, **kwargs)
 
     def _linear_operator(self) -> np.ndarray:
@@ -216,8 +217,8 @@ class NavierStokes2DStepper(SpectralStepper):
         forcing_amplitude: float = 1.0,
         **kwargs: Any,
     ) -> None:
-        self.nu = check_real("nu", nu, nonnegative=True)
-        self.drag = check_real("drag", drag, nonnegative=True)
+        self.nu = check_real("nu", nu, 0.0)
+        self.drag = check_real("drag", drag, 0.0)
         self.forcing_mode = check_int("forcing_mode", forcing_mode, minimum=0)
         self.forcing_amplitude = check_real("forcing_amplitude", forcing_amplitude)
         super().__init__(2, domain_extent, num_points, dt, **kwargs)
@@ -334,7 +335,7 @@ def velocity_from_vorticity(vorticity: np.ndarray, domain_extent: float) -> tupl
         ``(u, v)``: the x and y velocity components, each of the shape and
         floating dtype of ``vorticity``.
     """
-    domain_extent = check_real("domain_extent", domain_extent, positive=True)
+    domain_extent = check_real("domain_extent", domain_extent, 0.0, lo_open=True)
     w = np.asarray(vorticity)
     if w.ndim < 2 or w.shape[-1] != w.shape[-2]:
         raise ValueError(f"vorticity must have shape (..., N, N), got {w.shape}")

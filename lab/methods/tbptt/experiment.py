@@ -14,8 +14,24 @@ from lab.core.runtime import threads
 from lab.datasets.systems import SPLITS
 from lab.methods.tbptt.config import Config
 from lab.methods.tbptt.train import RERUN_OFFSET, evaluate, load_records, train_run
+from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
+
+SCHEMA = Schema(
+    Var("mse", ("model", "N", "m", "seed", "split"), "MSE of the trained model run as a simulator from the zero "
+        "state over the whole record (standardised outputs)"),
+    Var("mse_rerun", ("model", "N", "seed", "split"), f"the same for the control: m = 0 re-trained from seed + "
+        f"{RERUN_OFFSET} (other initial weights and batch order)"),
+    Var("final_loss", ("model", "N", "m", "seed"), "burn-in training loss, mean of the last 10% of steps"),
+    Var("train_cpu_time", ("model", "N", "m", "seed"), "CPU time of the training run (NaN: loaded from the cache)",
+        "s"),
+    coords={
+        "N": Coord("subsequence length N", "steps"),
+        "m": Coord("burn-in m (outputs skipped by the loss)", "steps"),
+        "split": Coord("record: train (the training MSE), val (chooses m*), test"),
+    },
+)
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -27,51 +43,25 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """
     start_cpu = time.process_time()
     rec = load_records(cfg)
-    K, L, B, S = len(cfg.models), len(cfg.lengths), len(cfg.burn_ins), len(cfg.seeds)
-    mse = np.full((K, L, B, S, len(SPLITS)), np.nan)
-    rerun = np.full((K, L, S, len(SPLITS)), np.nan)
-    final_loss = np.full((K, L, B, S), np.nan)
-    train_cpu = np.full((K, L, B, S), np.nan)
-    bar = tqdm(total=K * L * (B + 1) * S, desc="TBPTT runs", disable=not progress)
+    res = SCHEMA.new(model=list(cfg.models), N=np.asarray(cfg.lengths), m=np.asarray(cfg.burn_ins),
+                     seed=list(cfg.seeds), split=list(SPLITS))
+    bar = tqdm(total=len(cfg.models) * len(cfg.lengths) * (len(cfg.burn_ins) + 1) * len(cfg.seeds),
+               desc="TBPTT runs", disable=not progress)
     with threads(cfg.threads):
         for k, kind in enumerate(cfg.models):
             for i, N in enumerate(cfg.lengths):
                 for s, seed in enumerate(cfg.seeds):
                     for j, m in enumerate(cfg.burn_ins):
                         tr = train_run(cfg, rec, kind, N, m, seed)
-                        mse[k, i, j, s] = list(evaluate(tr.model, rec).values())
+                        res["mse"][k, i, j, s] = list(evaluate(tr.model, rec).values())
                         loss = tr.curves["loss"]
-                        final_loss[k, i, j, s] = float(np.mean(loss[-max(1, len(loss) // 10):]))
-                        train_cpu[k, i, j, s] = float(tr.meta.get("cpu_s", np.nan))
+                        res["final_loss"][k, i, j, s] = float(np.mean(loss[-max(1, len(loss) // 10):]))
+                        res["train_cpu_time"][k, i, j, s] = float(tr.meta.get("cpu_s", np.nan))
                         bar.update(1)
                     tr = train_run(cfg, rec, kind, N, 0, seed + RERUN_OFFSET)
-                    rerun[k, i, s] = list(evaluate(tr.model, rec).values())
+                    res["mse_rerun"][k, i, s] = list(evaluate(tr.model, rec).values())
                     bar.update(1)
     bar.close()
-    dims = ("model", "N", "m", "seed")
-    return xr.Dataset(
-        {
-            "mse": ((*dims, "split"), mse,
-                    {"long_name": "MSE of the trained model run as a simulator from the zero state over the whole "
-                                  "record (standardised outputs)", "units": "1"}),
-            "mse_rerun": (("model", "N", "seed", "split"), rerun,
-                          {"long_name": "the same for the control: m = 0 re-trained from seed + "
-                                        f"{RERUN_OFFSET} (other initial weights and batch order)", "units": "1"}),
-            "final_loss": (dims, final_loss,
-                           {"long_name": "burn-in training loss, mean of the last 10% of steps", "units": "1"}),
-            "train_cpu_time": (dims, train_cpu,
-                               {"long_name": "CPU time of the training run (NaN: loaded from the cache)",
-                                "units": "s"}),
-        },
-        coords={
-            "model": ("model", list(cfg.models)),
-            "N": ("N", np.asarray(cfg.lengths), {"long_name": "subsequence length N", "units": "steps"}),
-            "m": ("m", np.asarray(cfg.burn_ins), {"long_name": "burn-in m (outputs skipped by the loss)",
-                                                  "units": "steps"}),
-            "seed": ("seed", list(cfg.seeds)),
-            "split": ("split", list(SPLITS), {"long_name": "record: train (the training MSE), val (chooses m*), "
-                                                           "test"}),
-        },
-        attrs={"system": cfg.system, "n_in": rec.n_in, "n_out": rec.n_out, "stride": cfg.stride,
-               "steps": cfg.steps, "hidden": cfg.hidden, "run_cpu_time_s": time.process_time() - start_cpu},
-    )
+    return res.build(attrs={"system": cfg.system, "n_in": rec.n_in, "n_out": rec.n_out, "stride": cfg.stride,
+                            "steps": cfg.steps, "hidden": cfg.hidden,
+                            "run_cpu_time_s": time.process_time() - start_cpu})

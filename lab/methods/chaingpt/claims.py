@@ -12,10 +12,12 @@ the better of the transformer and Mamba.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, value
 
 SOLVED = 90.0
 SOLVED_SOURCE = ("our convention: a task counts as solved at 90% per-token accuracy (the paper's MQAR bar is > 99% "
@@ -32,36 +34,47 @@ def _longest(da: xr.DataArray, dim: str) -> xr.DataArray:
     return da.isel({dim: -1})
 
 
-def _state(run: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = _longest(ds.state_accuracy, "state_length").sel(state_run=run)
-        L, L0 = int(ds.state_length[-1]), int(ds.state_length[0])
-        p = {r: int(ds.n_params.sel(run=r)) for r in ("chaingpt", "one_substep")}
-        return over_seeds(acc.values, "mean",
-                          f"{run} at length {L} (trained at {L0}, depth r_max); parameters: M = "
-                          f"{ds.attrs['substeps']} {p['chaingpt']}, one substep {p['one_substep']}")
+def _noted(measure, note):
+    """``measure`` with ``note(ds)`` (the lengths, the sizes: what the reader compares with) appended to its
+    detail."""
 
-    return measure
+    def noted(ds: xr.Dataset) -> Measurement:
+        m = measure(ds)
+        return dataclasses.replace(m, detail=f"{m.detail} ({note(ds)})")
+
+    return noted
+
+
+def _params(ds: xr.Dataset, *runs: str) -> str:
+    return ", ".join(f"{r} {int(ds.n_params.sel(run=r))}" for r in runs)
+
+
+def _longest_state(run: str) -> Pick:
+    """A word-problem run's accuracy at the longest test length, per seed."""
+    return Pick("state_accuracy", run, sel={"state_run": run}, isel={"state_length": -1}, unit="%")
+
+
+def _state(run: str):
+    def note(ds: xr.Dataset) -> str:
+        return (f"length {int(ds.state_length[-1])}, trained at {int(ds.state_length[0])}, depth r_max; "
+                f"parameters (M = {ds.attrs['substeps']}): {_params(ds, 'chaingpt', 'one_substep')}")
+
+    return _noted(value(_longest_state(run)), note)
 
 
 def _recall(run: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = _longest(ds.recall_accuracy, "recall_length").sel(recall_run=run)
-        L, L0 = int(ds.recall_length[-1]), int(ds.recall_length[0])
-        return over_seeds(acc.values, "mean", f"{run} at length {L} (trained at {L0}); window "
-                                              f"{ds.attrs['window']}, an anchor every {ds.attrs['anchor_every']}")
+    def note(ds: xr.Dataset) -> str:
+        return (f"length {int(ds.recall_length[-1])}, trained at {int(ds.recall_length[0])}; window "
+                f"{ds.attrs['window']}, an anchor every {ds.attrs['anchor_every']}")
 
-    return measure
+    return _noted(value(Pick("recall_accuracy", run, sel={"recall_run": run}, isel={"recall_length": -1},
+                             unit="%")), note)
 
 
 def _in_distribution(acc_name: str, run_dim: str, length_dim: str, run: str):
     """A competence measure: a run's accuracy at its own training length (the first length), mean over seeds."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = ds[acc_name].isel({length_dim: 0}).sel({run_dim: run})
-        return over_seeds(acc.values, "mean", f"{run} at its training length {int(ds[length_dim][0])}")
-
-    return measure
+    return value(Pick(acc_name, f"{run} at its training length", sel={run_dim: run}, isel={length_dim: 0},
+                      unit="%"))
 
 
 def _competent(runs, task: str = "state") -> tuple[Competence, ...]:
@@ -126,17 +139,10 @@ def _strongest_baseline(ds: xr.Dataset) -> Measurement:
 
 
 def _versus(other: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = _longest(ds.state_accuracy, "state_length")
-        gap = acc.sel(state_run="chaingpt") - acc.sel(state_run=other)
-        p = {r: int(ds.n_params.sel(run=r)) for r in ("chaingpt", other)}
-        mine = float(acc.sel(state_run="chaingpt").mean())
-        return over_seeds(gap.values, "mean",
-                          f"at length {int(ds.state_length[-1])}: ChainGPT {mine:.2f}%"
-                          f" ({p['chaingpt']} parameters) vs {other} {float(acc.sel(state_run=other).mean()):.2f}% "
-                          f"({p[other]}), {ds.sizes['seed']} seed(s)")
+    def note(ds: xr.Dataset) -> str:
+        return f"length {int(ds.state_length[-1])}; parameters {_params(ds, 'chaingpt', other)}"
 
-    return measure
+    return _noted(difference(_longest_state("chaingpt"), _longest_state(other)), note)
 
 
 CLAIMS = [

@@ -1,0 +1,40 @@
+"""The lab's one cache: generated data sets, trained weights (with their curves) and an in-memory memo.
+
+Three calls, all keyed by a content hash of the config that determines what they hold:
+
+* :func:`cached_dataset` (xarray data sets, NetCDF, checksummed: :mod:`lab.cache.datasets`),
+* :func:`cached_model` (a trained ``nn.Module`` with its loss curves and metadata) and the lower-level
+  :func:`cached_state` (any dict of tensors, arrays, numbers and strings): ``<data>/<folder>/<name>-<key16>.pt``,
+  written atomically, read with ``weights_only=True`` (:mod:`lab.cache.weights`),
+* :func:`memo`, a thread-safe in-memory cache for a process (dashboards, notebooks): one computation per key even
+  when several threads ask at once (:mod:`lab.cache.memory`).
+
+=================  ===============================================================================================
+module             role
+=================  ===============================================================================================
+``keys``           content keys of configs (:func:`config_hash`), entry names, the data folder (:func:`data_root`)
+``datasets``       data sets as checksummed NetCDF files, written atomically, validated on load
+``weights``        trained weights and other torch state, read with ``weights_only=True``
+``memory``         the in-memory :func:`memo`
+=================  ===============================================================================================
+"""
+
+from .datasets import ENGINE, cache_path, cached_dataset, dataset_checksum
+from .keys import config_hash, data_root, project_root
+from .memory import memo
+from .weights import Trained, cached_model, cached_state, state_path
+
+__all__ = [
+    "ENGINE",
+    "Trained",
+    "cache_path",
+    "cached_dataset",
+    "cached_model",
+    "cached_state",
+    "config_hash",
+    "data_root",
+    "dataset_checksum",
+    "memo",
+    "project_root",
+    "state_path",
+]

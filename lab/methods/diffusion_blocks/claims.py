@@ -24,44 +24,21 @@ from __future__ import annotations
 
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, ratio
 from lab.core.tasks import REFERENCE_ACCURACY, REFERENCE_MARGIN
-
-
-def _ed(ds: xr.Dataset, model: str):
-    return ds.energy_distance.sel(toy_model=model)
-
 
 #: the quality claims' statistic over seeds: the worst seed (``max`` for a claim that must stay below its bar,
 #: ``min`` for one that must exceed it); at quick the per-seed ratios spread over 0.75-1.8 and the accuracy gaps
 #: over 4 pt, wider than the 10% and 3 pt bars, so a mean over three seeds could pass on two seeds' luck
 WORST = {"<=": "max", ">=": "min"}
 
-
-def _ed_ratio(a: str, b: str, what: str, statistic: str):
-    """Per seed: energy distance of ``a`` over that of ``b``; ``statistic`` over seeds (the worst seed)."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        num, den = _ed(ds, a), _ed(ds, b)
-        return over_seeds((num / den).values, statistic,
-                          f"{what}, worst seed: {a} {float(num.mean()):.4f} vs {b} {float(den.mean()):.4f} (mean "
-                          f"energy distance over {ds.sizes['seed']} seed(s); noise floor "
-                          f"{float(ds.energy_floor.mean()):+.4f})")
-
-    return measure
-
-
-def _acc_gap(a: str, b: str):
-    """Per seed: accuracy of ``a`` minus that of ``b`` (points); the worst (largest) gap."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = ds.accuracy
-        return over_seeds((acc.sel(cls_model=a) - acc.sel(cls_model=b)).values, WORST["<="],
-                          f"{a} {float(acc.sel(cls_model=a).mean()):.1f}% vs {b} "
-                          f"{float(acc.sel(cls_model=b).mean()):.1f}% on {ds.attrs['n_test']} test examples of "
-                          f"{ds.attrs['dataset']}, means over {ds.sizes['seed']} seed(s); the worst seed's gap")
-
-    return measure
+#: each 2-D denoiser's energy distance and each classifier's test accuracy, per seed
+ED = {model: Pick("energy_distance", label, sel={"toy_model": model}) for model, label in (
+    ("e2e", "end to end"), ("blocks", "blocks (equal mass)"), ("uniform", "blocks (uniform in ln σ)"),
+    ("blocks_b", "blocks (equal mass, second run)"), ("small", "one block's size"))}
+ACC = {model: Pick("accuracy", label, sel={"cls_model": model}, unit="%") for model, label in (
+    ("e2e", "end to end"), ("blocks", "blocks"), ("small", "one block's size"))}
+GAUSSIAN = Pick("gaussian_energy", "Gaussian fit")
 
 
 def _cost(var: str, variant: str, task: str = "classify"):
@@ -95,14 +72,7 @@ def _small_over_floor(ds: xr.Dataset) -> Measurement:
 
 def _over_gaussian(model: str):
     """The worst seed's energy distance of ``model`` over that of one Gaussian fitted to the training points."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        ratio = _ed(ds, model) / ds.gaussian_energy
-        return Measurement(float(ratio.max()), f"{model} {float(_ed(ds, model).mean()):.4f} vs Gaussian fit "
-                                               f"{float(ds.gaussian_energy.mean()):.4f} (means over seeds; the "
-                                               "worst seed's ratio)")
-
-    return measure
+    return ratio(ED[model], GAUSSIAN, statistic="max", what="energy distance over a Gaussian fit's")
 
 
 _GAUSSIAN_SOURCE = ("the generative analogue of chance: one Gaussian with the training points' mean and covariance "
@@ -143,12 +113,12 @@ CLAIMS = [
         statement="B blocks trained one at a time, classifying by denoising the label embedding, come within 3 "
                   "points of the same transformer trained end to end (the gap on the worst seed)",
         source="paper, ViT on CIFAR-100: 59.30% (DiffusionBlocks) vs 60.25% (end to end)",
-        measure=_acc_gap("e2e", "blocks"),
+        measure=difference(ACC["e2e"], ACC["blocks"], statistic=WORST["<="], what="accuracy gap"),
         op="<=",
         threshold=3.0,
         threshold_source="research brief's plan: within 3 points of end to end",
         unit="pt",
-        control=_acc_gap("e2e", "small"),
+        control=difference(ACC["e2e"], ACC["small"], statistic=WORST["<="], what="accuracy gap"),
         control_label="one block's size (L/B layers) trained end to end: must fall more than 3 points short, "
                       "else the task does not need the depth the blocks recover",
         competence=(E2E_CLASSIFIER, SMALL_CLASSIFIER),
@@ -159,12 +129,12 @@ CLAIMS = [
         statement="Block-wise trained denoisers generate 2-D samples within 10% of the end-to-end denoiser's "
                   "energy distance to the data (the ratio on the worst seed)",
         source="paper, DiT on CIFAR-10: FID 37.20 (DiffusionBlocks) vs 39.83 (end to end)",
-        measure=_ed_ratio("blocks", "e2e", "blocks over end to end", WORST["<="]),
+        measure=ratio(ED["blocks"], ED["e2e"], statistic=WORST["<="], what="energy distance"),
         op="<=",
         threshold=1.1,
         threshold_source="research brief's plan: within 10% of end to end",
         unit="x e2e",
-        control=_ed_ratio("small", "e2e", "one block's size over end to end", WORST["<="]),
+        control=ratio(ED["small"], ED["e2e"], statistic=WORST["<="], what="energy distance"),
         control_label="one block's size (L/B layers) trained over the whole noise range: must be more than 10% "
                       "worse, else the task does not need the depth",
         competence=(E2E_DENOISER, _working_denoiser("small", "one block's size over the whole range")),
@@ -174,12 +144,12 @@ CLAIMS = [
         statement="Partitioning the noise range into equal log-normal mass beats a partition uniform in ln σ: "
                   "the uniform partition's energy distance is at least 10% higher (the ratio on the worst seed)",
         source="paper's ablation: FID 38.03 (equal probability) vs 43.53 (uniform), a ratio of 1.145",
-        measure=_ed_ratio("uniform", "blocks", "uniform over equal mass", WORST[">="]),
+        measure=ratio(ED["uniform"], ED["blocks"], statistic=WORST[">="], what="energy distance"),
         op=">=",
         threshold=1.1,
         threshold_source="at least 10% (our convention; the paper's ratio is 1.145)",
         unit="x equal mass",
-        control=_ed_ratio("blocks_b", "blocks", "second equal-mass run over the first", WORST[">="]),
+        control=ratio(ED["blocks_b"], ED["blocks"], statistic=WORST[">="], what="energy distance"),
         control_label="a second equal-mass run from another seed in the uniform partition's place: the ratio "
                       "seeds alone make",
         competence=(_working_denoiser("blocks", "blocks, equal mass"),

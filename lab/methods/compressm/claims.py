@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, ratio
 
 #: a trained model has learned the task when its accuracy is more than this share of the way from chance to 100%
 LEARNED = 0.5
@@ -29,13 +29,13 @@ def _at(ds: xr.Dataset, var: str, model: str | None = None) -> xr.DataArray:
     return da if model is None else da.sel(model=model)
 
 
-def _gap(ds: xr.Dataset, a: str, b: str, var: str = "accuracy") -> np.ndarray:
-    """Per seed: ``a`` minus ``b`` at the claim τ."""
-    return (_at(ds, var, a) - _at(ds, var, b)).values
+def _claim_tau(ds: xr.Dataset) -> float:
+    return float(ds.attrs["claim_tau"])
 
 
-def _acc(ds: xr.Dataset, model: str) -> str:
-    return f"{model} {float(_at(ds, 'accuracy', model).mean()):.2f}%"
+def _final(model: str, label: str, var: str = "accuracy", unit: str = "%") -> Pick:
+    """A model's ``var`` (final test accuracy) at the claim τ, per seed."""
+    return Pick(var, label, sel={"tau": _claim_tau, "model": model}, unit=unit)
 
 
 def _fraction(ds: xr.Dataset) -> Measurement:
@@ -43,16 +43,6 @@ def _fraction(ds: xr.Dataset) -> Measurement:
     size = _at(ds, "state_size", "compressm").sum("layer")
     return over_seeds(size.values / total, "mean",
                       f"{float(size.mean()):.1f} of {total} states at τ = {ds.attrs['claim_tau']:g}")
-
-
-def _pair(a: str, b: str, what: str):
-    """A measure: ``a`` minus ``b`` in final accuracy, per seed, mean."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        return over_seeds(_gap(ds, a, b), "mean", f"{what}: {_acc(ds, a)} vs {_acc(ds, b)}, "
-                                                  f"mean over {ds.sizes['seed']} seed(s)")
-
-    return measure
 
 
 def _last_cut(ds: xr.Dataset) -> tuple[list[int], list[int]]:
@@ -131,12 +121,6 @@ def _competent(*models: str) -> tuple[Competence, ...]:
                             unit="of chance to 100%") for m in models)
 
 
-def _work(ds: xr.Dataset) -> Measurement:
-    ratio = _at(ds, "train_work", "compressm") / _at(ds, "train_work", "full")
-    comp, full = float(_at(ds, "train_work", "compressm").mean()), float(_at(ds, "train_work", "full").mean())
-    return over_seeds(ratio.values, "mean", f"CompreSSM {comp / 1e9:.1f} vs full {full / 1e9:.1f} GMAC of training")
-
-
 def _replayed(ds: xr.Dataset) -> Measurement:
     comp, full = _at(ds, "train_time_replayed", "compressm"), _at(ds, "train_time_replayed", "full")
     cpu = float((_at(ds, "train_cost", "compressm") / _at(ds, "train_cost", "full")).mean())
@@ -163,12 +147,13 @@ CLAIMS = [
         name="accuracy_kept",
         statement="The reduced model keeps the full model's accuracy (mean over seeds)",
         source="CompreSSM README: sMNIST 97.3% (N = 256) vs 96.9% at τ = 2%",
-        measure=_pair("full", "compressm", "full minus CompreSSM"),
+        measure=difference(_final("full", "full"), _final("compressm", "CompreSSM"), what="full minus CompreSSM"),
         op="<=",
         threshold=1.0,
         threshold_source="research brief's plan: within 1 pt of the full model",
         unit="pt",
-        control=_pair("full", "random", "full minus random truncation"),
+        control=difference(_final("full", "full"), _final("random", "random truncation"),
+                           what="full minus random truncation"),
         control_label="truncation to the same ranks keeping random states: must lose more than 1 pt",
         competence=_competent("full", "random"),
     ),
@@ -177,12 +162,14 @@ CLAIMS = [
         statement="Models that start large and shrink beat the same architecture trained at the small size "
                   "(mean over seeds)",
         source="paper's abstract and Fig. (reduced vs trained directly at smaller dimension)",
-        measure=_pair("compressm", "scratch", "CompreSSM minus from scratch"),
+        measure=difference(_final("compressm", "CompreSSM"), _final("scratch", "from scratch"),
+                           what="CompreSSM minus from scratch"),
         op=">=",
         threshold=1.0,
         threshold_source="research brief's plan: at least 1 pt above from-scratch",
         unit="pt",
-        control=_pair("scratch_b", "scratch", "second from-scratch model minus the first"),
+        control=difference(_final("scratch_b", "second from-scratch model"), _final("scratch", "from scratch"),
+                           what="second from-scratch model minus the first"),
         control_label="a second from-scratch model (other seed) in CompreSSM's place: the gap two seeds make",
         competence=_competent("scratch", "scratch_b"),
         headline=True,
@@ -192,12 +179,14 @@ CLAIMS = [
         statement="Keeping the states of largest HSV beats keeping random states, in final accuracy after "
                   "training on (mean over seeds)",
         source="paper's ablation: truncating random states instead of the smallest-HSV ones",
-        measure=_pair("compressm", "random", "CompreSSM minus random truncation"),
+        measure=difference(_final("compressm", "CompreSSM"), _final("random", "random truncation"),
+                           what="CompreSSM minus random truncation"),
         op=">=",
         threshold=1.0,
         threshold_source="at least 1 pt (4.5 test digits), as for beats_scratch (our convention)",
         unit="pt",
-        control=_pair("random_b", "random", "second random truncation minus the first"),
+        control=difference(_final("random_b", "second random truncation"), _final("random", "random truncation"),
+                           what="second random truncation minus the first"),
         control_label="a second random-truncation run (other draws) in CompreSSM's place: the gap draws make",
         competence=_competent("random", "random_b"),
     ),
@@ -222,7 +211,8 @@ CLAIMS = [
         name="training_speedup",
         statement="Reduction early in training makes training cheaper: fewer multiply-adds (mean over seeds)",
         source="paper's abstract: in-training reduction significantly accelerates optimization",
-        measure=_work,
+        measure=ratio(_final("compressm", "CompreSSM", "train_work", " MAC"),
+                      _final("full", "full", "train_work", " MAC"), what="multiply-adds of the training"),
         op="<=",
         threshold=0.9,
         threshold_source="a saving of at least 10% (our convention), in counted multiply-adds of the training "

@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 
 from lab.core.models import state_sizes
 from lab.core.runtime import threads
-from lab.core.tasks import load_task, total_steps
+from lab.core.tasks import SequenceTask, load_task, total_steps
 from lab.methods.compressm import model as M
 from lab.methods.compressm.config import Config
 from lab.methods.compressm.train import (
@@ -23,12 +23,114 @@ from lab.methods.compressm.train import (
     train_run,
     warm_up,
 )
+from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
 #: the generator stream of a CompreSSM run's random truncations at its cuts (the right-after-the-cut comparison):
 #: a stream of its own, so that no cut draw repeats the state choice of the random-truncation runs (streams 99, 98)
 CUT_STREAM = 97
+
+_SMT = ("seed", "model", "tau")
+_CLAIM_TAU_ONLY = "random, random_b and scratch_b are trained at the claim τ only"
+SCHEMA = Schema(
+    Var("accuracy", _SMT, "final test accuracy (full: the same run at every τ; random, random_b, scratch_b: only at "
+        "the claim τ)", "%", missing=_CLAIM_TAU_ONLY),
+    Var("train_time", _SMT, "training wall time (reductions included, evaluations excluded)", "s",
+        missing=_CLAIM_TAU_ONLY),
+    Var("train_cpu_time", _SMT, "training CPU time of the process over the same spans", "s", missing=_CLAIM_TAU_ONLY),
+    Var("train_cost", _SMT, "training CPU time, each window of reduction_interval steps counted at its median step "
+        "(stalls removed), plus the reductions", "s", missing=_CLAIM_TAU_ONLY),
+    Var("train_time_replayed", _SMT, "training time replayed after training: each size's step timed in turn with "
+        "every other size in one process (median), times its steps", "s", missing=_CLAIM_TAU_ONLY),
+    Var("train_work", _SMT, "multiply-adds of the training: 3 x rows x length x MACs per token of the model at each "
+        "step, plus the reductions", "MAC", missing=_CLAIM_TAU_ONLY),
+    Var("state_size", (*_SMT, "layer"), "final states per LRU block", "states", dtype=int, missing=_CLAIM_TAU_ONLY,
+        fill=0),
+    Var("size_history", (*_SMT, "check", "layer"), "states per block after each reduction check", "states",
+        dtype=int, missing=_CLAIM_TAU_ONLY, fill=0),
+    Var("gramian_condition", ("seed", "tau", "check", "layer"),
+        "largest condition number of the two Gramians at each check (CompreSSM runs)"),
+    Var("hsv_check", ("seed", "tau", "check", "layer", "sv"),
+        "Hankel singular values at each check, before its cut (NaN: fewer states)",
+        missing="a block reduced to fewer states has fewer singular values"),
+    Var("hsv_full", ("seed", "layer", "sv"), "Hankel singular values of the trained full model"),
+    Var("eval_accuracy", (*_SMT, "point"), "test accuracy during training", "%",
+        missing=f"{_CLAIM_TAU_ONLY}; a run evaluated at fewer points leaves the rest NaN"),
+    Var("cut_accuracy", ("seed", "tau", "check", "cut"), "test accuracy at each cut of a CompreSSM run: just before "
+        "it, after balanced truncation, after keeping random states of the pre-cut model (same ranks); NaN where the "
+        "check cut nothing", "%"),
+    Var("cut_random_accuracy", ("seed", "tau", "check", "draw"), "test accuracy of each random truncation of the "
+        "pre-cut model (same ranks); NaN where the check cut nothing", "%"),
+    coords={
+        "model": Coord("full; CompreSSM; from scratch at CompreSSM's final sizes; truncation keeping random states; "
+                       "a second random truncation (other draws); a second from-scratch model (other seed)"),
+        "tau": Coord("reduction tolerance τ", "1"),
+        "check": Coord("training step of the reduction check", "steps"),
+        "point": Coord("training step of the evaluation", "steps"),
+        "draw": Coord("random truncation draw"),
+        "sv": Coord("index of the Hankel singular value, descending"),
+    },
+)
+
+
+def _record(cfg: Config, task: SequenceTask, res: Results, schedules: dict, s: int, m: int, t: int,
+            out: dict) -> None:
+    """One training run's results at (seed s, model m, τ index t), and its size schedule for the replayed times."""
+    C, L = res.sizes["check"], res.sizes["layer"]
+    res["accuracy"][s, m, t], res["train_time"][s, m, t] = out["accuracy"], out["time"]
+    res["train_cpu_time"][s, m, t], res["train_cost"][s, m, t] = out["cpu_time"], out["robust_time"]
+    res["train_work"][s, m, t] = out["work"]
+    res["state_size"][s, m, t] = state_sizes(out["model"])
+    sizes = res["state_size"][s, m, t]
+    res["eval_accuracy"][s, m, t, : len(out["eval"])] = out["eval"]
+    res.coord("point", np.asarray(out["eval_steps"] if out["eval_steps"] else np.arange(EVAL_POINTS)))
+    red = out["reducer"]
+    res["size_history"][s, m, t] = (np.asarray(red.history, np.int64).reshape(C, L) if red.mode is not None
+                                    else np.tile(sizes, (C, 1)))
+    schedules[(s, m, t)] = size_schedule(cfg, task, red, list(sizes))
+
+
+def _reductions(res: Results, s: int, t: int, red) -> None:
+    """What a CompreSSM run's reducer saw at each check: the Gramians' condition, the singular values, the
+    accuracies at the cut."""
+    C, L = res.sizes["check"], res.sizes["layer"]
+    res["gramian_condition"][s, t] = np.asarray(red.cond, float).reshape(C, L)
+    res["cut_accuracy"][s, t] = np.asarray(red.cuts, float).reshape(C, len(CUTS))
+    res["cut_random_accuracy"][s, t] = np.asarray(red.cut_draws, float).reshape(C, res.sizes["draw"])
+    for c, per_layer in enumerate(red.hsv):
+        for k, h in enumerate(per_layer):
+            res["hsv_check"][s, t, c, k, : len(h)] = h
+
+
+def _seed(cfg: Config, task: SequenceTask, res: Results, schedules: dict, s: int, seed: int, bar) -> None:
+    """Every run of one seed: the full model, and per τ CompreSSM and from scratch at its final sizes; at the claim
+    τ also the random truncations and a second from-scratch model."""
+
+    def record(m, t, out):
+        _record(cfg, task, res, schedules, s, m, t, out)
+        bar.update(1)
+
+    full = train_run(cfg, task, seed, desc=f"full (seed {seed})")
+    for t in range(len(cfg.taus)):
+        _record(cfg, task, res, schedules, s, 0, t, full)
+    bar.update(1)
+    for k, layer in enumerate(M.lru_layers(full["model"])):
+        res["hsv_full"][s, k] = M.hankel_singular_values(*layer.system())
+    for t, tau in enumerate(cfg.taus):
+        comp = train_run(cfg, task, seed, tau=tau, mode="hsv", rng_stream=CUT_STREAM,
+                         desc=f"CompreSSM τ={tau} (seed {seed})")
+        record(1, t, comp)
+        _reductions(res, s, t, comp["reducer"])
+        small = res["state_size"][s, 1, t]
+        record(2, t, train_run(cfg, task, seed, d_state=[int(n) for n in small],
+                               desc=f"scratch {list(small)} (seed {seed})"))
+        if tau == cfg.claim_tau:  # the ablation and the controls, at the claim τ only
+            for m, stream in ((3, 99), (4, 98)):
+                record(m, t, train_run(cfg, task, seed, tau=tau, mode="random", rng_stream=stream,
+                                       desc=f"{MODELS[m]} τ={tau} (seed {seed})"))
+            record(5, t, train_run(cfg, task, seed + SCRATCH_B_OFFSET, d_state=[int(n) for n in small],
+                                   desc=f"scratch_b {list(small)} (seed {seed})"))
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -40,130 +142,19 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         Dataset with dims seed, model, tau, layer, check, sv, point, cut, draw (see each variable's long_name).
     """
     task = load_task(cfg)
-    seeds, taus, L, N = cfg.seeds, cfg.taus, cfg.n_layers, cfg.d_state
-    checks = check_steps(cfg, task)
-    S, T, Mn, C = len(seeds), len(taus), len(MODELS), len(checks)
-    acc, wall, cpu, robust, work = (np.full((S, Mn, T), np.nan) for _ in range(5))
-    sizes = np.zeros((S, Mn, T, L), dtype=np.int64)
-    history = np.zeros((S, Mn, T, C, L), dtype=np.int64)
-    cond = np.full((S, T, C, L), np.nan)
-    hsv = np.full((S, T, C, L, N), np.nan)
-    evals = np.full((S, Mn, T, EVAL_POINTS), np.nan)
-    cut_acc = np.full((S, T, C, len(CUTS)), np.nan)
-    cut_draws = np.full((S, T, C, cfg.cut_draws), np.nan)
-    hsv_full = np.full((S, L, N), np.nan)
-    eval_steps = None
+    seeds, L, N = cfg.seeds, cfg.n_layers, cfg.d_state
+    res = SCHEMA.new(seed=list(seeds), model=list(MODELS), tau=np.asarray(cfg.taus, float), layer=np.arange(L),
+                     check=check_steps(cfg, task), point=np.arange(EVAL_POINTS), cut=list(CUTS),
+                     draw=np.arange(cfg.cut_draws), sv=np.arange(N))
     schedules: dict[tuple[int, int, int], list] = {}
-    bar = tqdm(total=S * (4 + 2 * T), desc="CompreSSM runs", disable=not progress)
-
-    def record(s, m, t, out):
-        nonlocal eval_steps
-        acc[s, m, t], wall[s, m, t], cpu[s, m, t] = out["accuracy"], out["time"], out["cpu_time"]
-        robust[s, m, t], work[s, m, t] = out["robust_time"], out["work"]
-        sizes[s, m, t] = state_sizes(out["model"])
-        evals[s, m, t, : len(out["eval"])] = out["eval"]
-        eval_steps = out["eval_steps"]
-        red = out["reducer"]
-        history[s, m, t] = (np.asarray(red.history, np.int64).reshape(C, L) if red.mode is not None
-                            else np.tile(sizes[s, m, t], (C, 1)))
-        schedules[(s, m, t)] = size_schedule(cfg, task, red, list(sizes[s, m, t]))
-
+    bar = tqdm(total=len(seeds) * (4 + 2 * len(cfg.taus)), desc="CompreSSM runs", disable=not progress)
     with threads(cfg.threads):
         warm_up(cfg, task)
         for s, seed in enumerate(seeds):
-            full = train_run(cfg, task, seed, desc=f"full (seed {seed})")
-            for t in range(T):
-                record(s, 0, t, full)
-            bar.update(1)
-            for k, layer in enumerate(M.lru_layers(full["model"])):
-                hsv_full[s, k] = M.hankel_singular_values(*layer.system())
-            for t, tau in enumerate(taus):
-                comp = train_run(cfg, task, seed, tau=tau, mode="hsv", rng_stream=CUT_STREAM,
-                                 desc=f"CompreSSM τ={tau} (seed {seed})")
-                record(s, 1, t, comp)
-                bar.update(1)
-                red = comp["reducer"]
-                cond[s, t] = np.asarray(red.cond, float).reshape(C, L)
-                cut_acc[s, t] = np.asarray(red.cuts, float).reshape(C, len(CUTS))
-                cut_draws[s, t] = np.asarray(red.cut_draws, float).reshape(C, cfg.cut_draws)
-                for c, per_layer in enumerate(red.hsv):
-                    for k, h in enumerate(per_layer):
-                        hsv[s, t, c, k, : len(h)] = h
-                scratch = train_run(cfg, task, seed, d_state=[int(n) for n in sizes[s, 1, t]],
-                                    desc=f"scratch {list(sizes[s, 1, t])} (seed {seed})")
-                record(s, 2, t, scratch)
-                bar.update(1)
-                if tau == cfg.claim_tau:  # the ablation and the controls, at the claim τ only
-                    for m, stream in ((3, 99), (4, 98)):
-                        rand = train_run(cfg, task, seed, tau=tau, mode="random", rng_stream=stream,
-                                         desc=f"{MODELS[m]} τ={tau} (seed {seed})")
-                        record(s, m, t, rand)
-                        bar.update(1)
-                    again = train_run(cfg, task, seed + SCRATCH_B_OFFSET, d_state=[int(n) for n in sizes[s, 1, t]],
-                                      desc=f"scratch_b {list(sizes[s, 1, t])} (seed {seed})")
-                    record(s, 5, t, again)
-                    bar.update(1)
-        replayed = np.full((S, Mn, T), np.nan)
+            _seed(cfg, task, res, schedules, s, seed, bar)
         for key, seconds in replayed_times(cfg, task, schedules).items():
-            replayed[key] = seconds
+            res["train_time_replayed"][key] = seconds
     bar.close()
-    dims = ("seed", "model", "tau")
-    ds = xr.Dataset(
-        {
-            "accuracy": (dims, acc, {"long_name": "final test accuracy (full: the same run at every τ; random, "
-                                                  "random_b, scratch_b: only at the claim τ)", "units": "%"}),
-            "train_time": (dims, wall, {"long_name": "training wall time (reductions included, evaluations "
-                                                     "excluded)", "units": "s"}),
-            "train_cpu_time": (dims, cpu, {"long_name": "training CPU time of the process over the same spans",
-                                           "units": "s"}),
-            "train_cost": (dims, robust, {"long_name": "training CPU time, each window of reduction_interval steps "
-                                                       "counted at its median step (stalls removed), plus the "
-                                                       "reductions", "units": "s"}),
-            "train_time_replayed": (dims, replayed,
-                                    {"long_name": "training time replayed after training: each size's step timed in "
-                                                  "turn with every other size in one process (median), times its "
-                                                  "steps", "units": "s"}),
-            "train_work": (dims, work, {"long_name": "multiply-adds of the training: 3 x rows x length x MACs per "
-                                                     "token of the model at each step, plus the reductions",
-                                        "units": "MAC"}),
-            "state_size": ((*dims, "layer"), sizes, {"long_name": "final states per LRU block", "units": "states"}),
-            "size_history": ((*dims, "check", "layer"), history,
-                             {"long_name": "states per block after each reduction check", "units": "states"}),
-            "gramian_condition": (("seed", "tau", "check", "layer"), cond,
-                                  {"long_name": "largest condition number of the two Gramians at each check "
-                                                "(CompreSSM runs)", "units": "1"}),
-            "hsv_check": (("seed", "tau", "check", "layer", "sv"), hsv,
-                    {"long_name": "Hankel singular values at each check, before its cut (NaN: fewer states)",
-                     "units": "1"}),
-            "hsv_full": (("seed", "layer", "sv"), hsv_full,
-                         {"long_name": "Hankel singular values of the trained full model", "units": "1"}),
-            "eval_accuracy": ((*dims, "point"), evals, {"long_name": "test accuracy during training",
-                                                        "units": "%"}),
-            "cut_accuracy": (("seed", "tau", "check", "cut"), cut_acc,
-                             {"long_name": "test accuracy at each cut of a CompreSSM run: just before it, after "
-                                           "balanced truncation, after keeping random states of the pre-cut model "
-                                           "(same ranks); NaN where the check cut nothing", "units": "%"}),
-            "cut_random_accuracy": (("seed", "tau", "check", "draw"), cut_draws,
-                                    {"long_name": "test accuracy of each random truncation of the pre-cut model "
-                                                  "(same ranks); NaN where the check cut nothing", "units": "%"}),
-        },
-        coords={
-            "seed": ("seed", list(seeds)),
-            "model": ("model", list(MODELS), {"long_name": "full; CompreSSM; from scratch at CompreSSM's final "
-                                                          "sizes; truncation keeping random states; a second "
-                                                          "random truncation (other draws); a second from-scratch "
-                                                          "model (other seed)"}),
-            "tau": ("tau", np.asarray(taus, float), {"long_name": "reduction tolerance τ", "units": "1"}),
-            "layer": ("layer", np.arange(L)),
-            "check": ("check", checks, {"long_name": "training step of the reduction check", "units": "steps"}),
-            "point": ("point", np.asarray(eval_steps if eval_steps else np.arange(EVAL_POINTS)),
-                      {"long_name": "training step of the evaluation", "units": "steps"}),
-            "cut": ("cut", list(CUTS)),
-            "draw": ("draw", np.arange(cfg.cut_draws), {"long_name": "random truncation draw"}),
-            "sv": ("sv", np.arange(N), {"long_name": "index of the Hankel singular value, descending"}),
-        },
-        attrs={"dataset": task.name, "claim_tau": cfg.claim_tau, "d_state": N, "n_layers": L,
-               "d_model": cfg.d_model, "total_steps": total_steps(cfg, task), "n_test": len(task.x_test),
-               "n_classes": task.n_classes},
-    )
-    return ds
+    return res.build(attrs={"dataset": task.name, "claim_tau": cfg.claim_tau, "d_state": N, "n_layers": L,
+                            "d_model": cfg.d_model, "total_steps": total_steps(cfg, task),
+                            "n_test": len(task.x_test), "n_classes": task.n_classes})

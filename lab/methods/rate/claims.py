@@ -13,20 +13,14 @@ the training set).
 
 from __future__ import annotations
 
-import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, over_seeds, value
 
 #: the learned baselines RATE is compared with: the short DT (context K), the long DT (context T_train), the GRU
 BASELINES = ("dt_short", "dt_long", "gru")
 #: where each agent has everything it needs: trained on it, the clue inside its context (or memory)
 _HOME = {"dt_short": "context", "dt_long": "train", "gru": "train", "rate": "train", "rate_no_valve": "train"}
-
-
-def _at(ds: xr.Dataset, variant: str, length: int) -> np.ndarray:
-    """Per seed: the agent's success at one corridor length."""
-    return ds.success.sel(variant=variant, length=length).values
 
 
 def _longest(ds: xr.Dataset) -> int:
@@ -39,15 +33,14 @@ def _length(ds: xr.Dataset, where: str) -> int:
             "context": int(ds.attrs["segment_length"])}[where]
 
 
-def _success_at(variant: str, where: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        length = _length(ds, where)
-        values = _at(ds, variant, length)
-        factor = length / int(ds.attrs["train_max"])
-        return over_seeds(values, "mean", f"{variant} at a corridor of {length} steps ({factor:g} x the training "
-                                          f"length), seeds {values.min():.0f} to {values.max():.0f}%")
+#: how a claim's corridor length reads in its detail text
+_WHERE = {"train": "T_train", "longest": "the longest corridor", "context": "a corridor of K steps"}
 
-    return measure
+
+def _success_at(variant: str, where: str):
+    """Per seed: the agent's success at one corridor length (:func:`_length`); the statistic: the mean."""
+    return value(Pick("success", f"{variant} at {_WHERE[where]}", unit="%",
+                      sel={"variant": variant, "length": lambda ds: _length(ds, where)}))
 
 
 def _strongest(where: str):
@@ -74,25 +67,9 @@ def _competent(variants, bar: float, source: str, where: str | None = None) -> t
                             ">=", bar, source, "%") for v in variants)
 
 
-def _beyond_context(variant: str):
-    """Per seed: the agent's mean success over the corridors longer than K (the clue out of a short DT's
-    context)."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        K = int(ds.attrs["segment_length"])
-        far = [int(L) for L in ds.length.values if L > K]
-        values = ds.success.sel(variant=variant, length=far).mean("length").values
-        return over_seeds(values, "mean", f"{variant}, mean over corridors {far} (> K = {K})")
-
-    return measure
-
-
-def _report(variant: str):
-    def measure(ds: xr.Dataset) -> Measurement:
-        values = _at(ds, variant, _longest(ds))
-        return over_seeds(values, "mean", f"{variant} at a corridor of {_longest(ds)} steps")
-
-    return measure
+def _beyond_context(ds: xr.Dataset) -> list[int]:
+    """The corridor lengths longer than K (the clue out of a short DT's context)."""
+    return [int(L) for L in ds.length.values if L > int(ds.attrs["segment_length"])]
 
 
 def _minigrid(ds: xr.Dataset) -> Measurement:
@@ -151,7 +128,8 @@ CLAIMS = [
         statement="A Decision Transformer falls to chance once the clue leaves its context: mean success over "
                   "every corridor longer than its context K (mean over seeds)",
         source="paper, T-Maze figure: DT ~50% once the episode is longer than its context",
-        measure=_beyond_context("dt_short"),
+        measure=value(Pick("success", "dt_short, mean over the corridors longer than K", unit="%",
+                           sel={"variant": "dt_short", "length": _beyond_context})),
         op="<=",
         threshold=60.0,
         threshold_source=_CHANCE,
@@ -179,7 +157,7 @@ CLAIMS = [
         name="dt_long_context_beyond_training",
         statement="A DT whose context covers a whole training episode (K x N steps), on the longest corridor",
         source="paper: DT with a long context as a baseline; no number at our lengths",
-        measure=_report("dt_long"),
+        measure=_success_at("dt_long", "longest"),
         op=">=",
         threshold=80.0,
         threshold_source="shown beside RATE's bar (80%), no verdict",
@@ -191,7 +169,7 @@ CLAIMS = [
         name="gru_beyond_training",
         statement="GRU behaviour cloning on the longest corridor (a recurrent baseline with unbounded memory)",
         source="paper: GRU-style recurrent baselines; no number at our lengths",
-        measure=_report("gru"),
+        measure=_success_at("gru", "longest"),
         op=">=",
         threshold=80.0,
         threshold_source="shown beside RATE's bar (80%), no verdict",

@@ -10,8 +10,28 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.rate.config import VARIANTS, Config
 from lab.methods.rate.train import scores, trained
+from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
+
+#: the T-Maze results (every run)
+SCHEMA = Schema(
+    Var("success", ("seed", "variant", "length"), "T-Maze success: share of test episodes ending in the clue's arm "
+        "(the only reward; turn accuracy)", "%"),
+    Var("turned", ("seed", "variant", "length"), "share of test episodes that reached the junction and turned "
+        "(either way)", "%"),
+    Var("train_loss", ("seed", "variant"), "weighted training cross-entropy, mean of the last 10% of steps",
+        "nats"),
+    Var("train_cpu_s", ("seed", "variant"), "CPU seconds of training (when trained in this run or cached earlier)",
+        "s"),
+    coords={"variant": Coord("agent"), "length": Coord("corridor length (steps of an episode)", "steps")},
+)
+
+#: added when MiniGrid-Memory runs (``"minigrid" in cfg.envs``)
+MINIGRID = Schema(
+    Var("minigrid_success", ("seed", "variant"), "MiniGrid-MemoryS{minigrid_size}-v0 success: share of test "
+        "episodes reaching the matching object", "%"),
+)
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -21,51 +41,26 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     Returns:
         Dataset with dims seed, variant, length (and seed, variant for MiniGrid-Memory when it runs).
     """
-    S, V, Ln = cfg.n_seeds, len(VARIANTS), len(cfg.eval_lengths)
-    success, turned = np.full((S, V, Ln), np.nan), np.full((S, V, Ln), np.nan)
-    loss, seconds = np.full((S, V), np.nan), np.full((S, V), np.nan)
     grid = "minigrid" in cfg.envs
-    mg_success = np.full((S, V), np.nan)
-    bar = tqdm(total=S * V * (1 + grid), desc="RATE agents", disable=not progress)
+    res = (SCHEMA + MINIGRID if grid else SCHEMA).new(seed=list(cfg.seeds), variant=list(VARIANTS),
+                                                      length=list(cfg.eval_lengths),
+                                                      context={"minigrid_size": cfg.minigrid_size})
+    bar = tqdm(total=cfg.n_seeds * len(VARIANTS) * (1 + grid), desc="RATE agents", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(cfg.seeds):
             for v, variant in enumerate(VARIANTS):
                 agent = trained(cfg, variant, seed)
-                loss[s, v] = float(np.mean(agent.curves["loss"][-max(1, cfg.steps // 10):]))
-                seconds[s, v] = float(agent.meta.get("cpu_seconds", np.nan))
+                res["train_loss"][s, v] = float(np.mean(agent.curves["loss"][-max(1, cfg.steps // 10):]))
+                res["train_cpu_s"][s, v] = float(agent.meta.get("cpu_seconds", np.nan))
                 tested = scores(cfg, variant, seed, agent)
-                success[s, v], turned[s, v] = tested["success"], tested["turned"]
+                res["success"][s, v], res["turned"][s, v] = tested["success"], tested["turned"]
                 bar.update(1)
                 if grid:
                     from lab.methods.rate.minigrid import evaluate
 
-                    mg_success[s, v] = evaluate(cfg, variant, seed)
+                    res["minigrid_success"][s, v] = evaluate(cfg, variant, seed)
                     bar.update(1)
     bar.close()
-    dims = ("seed", "variant", "length")
-    data = {
-        "success": (dims, success, {"long_name": "T-Maze success: share of test episodes ending in the clue's arm "
-                                                 "(the only reward; turn accuracy)", "units": "%"}),
-        "turned": (dims, turned, {"long_name": "share of test episodes that reached the junction and turned "
-                                               "(either way)", "units": "%"}),
-        "train_loss": (("seed", "variant"), loss, {"long_name": "weighted training cross-entropy, mean of the last "
-                                                                "10% of steps", "units": "nats"}),
-        "train_cpu_s": (("seed", "variant"), seconds, {"long_name": "CPU seconds of training (when trained in this "
-                                                                    "run or cached earlier)", "units": "s"}),
-    }
-    if grid:
-        data["minigrid_success"] = (("seed", "variant"), mg_success,
-                                    {"long_name": f"MiniGrid-MemoryS{cfg.minigrid_size}-v0 success: share of test "
-                                                  "episodes reaching the matching object", "units": "%"})
-    return xr.Dataset(
-        data,
-        coords={
-            "seed": ("seed", list(cfg.seeds)),
-            "variant": ("variant", list(VARIANTS), {"long_name": "agent"}),
-            "length": ("length", list(cfg.eval_lengths), {"long_name": "corridor length (steps of an episode)",
-                                                          "units": "steps"}),
-        },
-        attrs={"segment_length": cfg.segment_length, "n_segments": cfg.n_segments, "train_max": cfg.train_max,
-               "n_eval": cfg.n_eval, "n_memory": cfg.n_memory, "envs": ",".join(cfg.envs),
-               "minigrid_size": cfg.minigrid_size},
-    )
+    return res.build(attrs={"segment_length": cfg.segment_length, "n_segments": cfg.n_segments,
+                            "train_max": cfg.train_max, "n_eval": cfg.n_eval, "n_memory": cfg.n_memory,
+                            "envs": ",".join(cfg.envs), "minigrid_size": cfg.minigrid_size})

@@ -12,6 +12,7 @@ import torch
 import xarray as xr
 
 from lab.cache import Trained, memo
+from lab.core.models import state_sizes
 from lab.core.runtime import threads
 from lab.core.tasks import accuracy_on_test, load_task
 from lab.datasets.sequences import SequenceTask
@@ -20,7 +21,7 @@ from lab.methods.aire_prune.config import SCORES, Config
 from lab.methods.aire_prune.train import trained_model
 
 __all__ = ["IMPULSE_LAGS", "SWEEP_RATIOS", "Pruned", "curves", "impulse_responses", "prepare", "pruned", "task",
-           "trained"]
+           "trained", "unpruned_macs", "unpruned_state_sizes"]
 
 #: ratios of the accuracy-against-ratio curves
 SWEEP_RATIOS = tuple(round(0.1 * k, 2) for k in range(10)) + (0.95,)
@@ -54,6 +55,16 @@ def task(cfg: Config) -> SequenceTask:
 def trained(cfg: Config, kind: str) -> Trained:
     """The config's ``kind`` model for seed ``cfg.seed`` (from the weight cache, or trained now)."""
     return trained_model(cfg, kind, cfg.seed, task(cfg), progress=False)
+
+
+def unpruned_state_sizes(cfg: Config, kind: str) -> list[int]:
+    """The state size of each SSM layer of the trained, unpruned ``kind`` model."""
+    return state_sizes(trained(cfg, kind).model)
+
+
+def unpruned_macs(cfg: Config, kind: str) -> tuple[int, int]:
+    """Multiply-adds per step of the trained, unpruned ``kind`` model: ``(SSM layers, whole model)``."""
+    return P.macs_per_token(trained(cfg, kind).model)
 
 
 def prepare(cfg: Config, kind: str, report: Callable[..., None] | None = None) -> xr.Dataset:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, value
 
 LEARNED = 0.9  # accuracy beyond the training length that counts as "learned" (chance: 0.5)
 
@@ -63,36 +63,32 @@ def _counter(precision: str):
     return measure
 
 
+def _claim_factor(ds: xr.Dataset) -> int:
+    return int(ds.attrs["claim_factor"])
+
+
 def _learned(language: str, kind: str):
-    """A measure: accuracy beyond the training length at the claim factor, best seed."""
+    """A measure: accuracy beyond the training length at the claim factor, best seed (parity: at modulus 2 only)."""
+    measure = value(Pick("accuracy_beyond", f"{kind} on {language}",
+                         sel={"language": language, "kind": kind, "factor": _claim_factor}),
+                    statistic="max", what="accuracy beyond the training length at claim_factor x train_length")
+    if language != "mod_count":
+        return measure
 
-    def measure(ds: xr.Dataset) -> Measurement:
-        if language == "mod_count" and int(ds.attrs["modulus"]) != 2:
+    def parity(ds: xr.Dataset) -> Measurement:
+        if int(ds.attrs["modulus"]) != 2:
             raise ValueError(f"the parity claim needs modulus 2, the run has {ds.attrs['modulus']}")
-        acc = ds.accuracy_beyond.sel(language=language, kind=kind, factor=int(ds.attrs["claim_factor"]))
-        at_train = ds.accuracy.sel(language=language, kind=kind, factor=1).values
-        return over_seeds(acc.values, "max", f"{kind} on {language}: beyond length {ds.attrs['train_length']} at "
-                                              f"{ds.attrs['claim_factor']}x, best of {acc.size} seed(s) (at the "
-                                              f"training length: {np.round(at_train, 3).tolist()})")
+        return measure(ds)
 
-    return measure
-
-
-def _at_training_length(language: str, kind: str):
-    """A competence measure: accuracy on test words of the training length, worst seed."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc = ds.accuracy_train.sel(language=language, kind=kind).values
-        loss = ds.final_loss.sel(language=language, kind=kind).values
-        return over_seeds(acc, "min", f"{kind} on {language} at length {ds.attrs['train_length']}, worst of "
-                                      f"{acc.size} seed(s) (final loss {np.round(loss, 3).tolist()})")
-
-    return measure
+    return parity
 
 
 def _competent(language: str, kind: str) -> Competence:
     return Competence(label=f"the trained {kind} control on {language} at the training length (every seed)",
-                      measure=_at_training_length(language, kind), op=">", threshold=LEARNED,
+                      measure=value(Pick("accuracy_train", f"{kind} on {language}",
+                                         sel={"language": language, "kind": kind}),
+                                    statistic="min", what="accuracy at the training length"),
+                      op=">", threshold=LEARNED,
                       threshold_source="the claims' own 'learned' bar, 90% (chance 50%), at the training length: "
                                        "there float32 is not yet fixed width (the hand-built decaying controls are "
                                        "exact for 100-odd positions), so the class can fit the words",

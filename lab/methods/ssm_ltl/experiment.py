@@ -13,6 +13,7 @@ from lab.datasets.languages import encode, language_task, prefix_labels
 from lab.methods.ssm_ltl import model as M
 from lab.methods.ssm_ltl.config import Config
 from lab.methods.ssm_ltl.train import TRAINED_LANGUAGES, accuracy, predict, test_task, trained_model
+from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
@@ -47,6 +48,92 @@ def _counter_word(n: int, kind: int) -> str:
     return "a" * i + "b" * j + "c" * k
 
 
+_NOT_CHECKED = "NaN where the construction has no such precision (int8 only at modulus 2)"
+_HAND = ("construction", "precision", "length")
+_TRAINED = ("language", "kind", "seed")
+
+SCHEMA = Schema(
+    Var("wrong", _HAND, "wrong prefix decisions over the sampled words (NaN: the construction has no such "
+        "precision; int8 of a gate in (0, 1): 8-bit fixed point)", "prefixes", missing=_NOT_CHECKED),
+    Var("decisions", _HAND, "prefix decisions checked (words x length)", "prefixes", missing=_NOT_CHECKED),
+    Var("first_failure", _HAND, "first position (1-based) where some word's decision is wrong (NaN: none)",
+        "position", missing=_NOT_CHECKED),
+    Var("counter_accepts", ("precision", "n", "word"), "the a^n b^n c^n counter's decision on the whole word (1: "
+        "accept)"),
+    Var("counter_truth", ("n", "word"), "membership of the grid's words in a^n b^n c^n"),
+    Var("accuracy", (*_TRAINED, "factor"), "trained model: share of right prefix decisions on test words of "
+        "train_length x factor letters"),
+    Var("accuracy_beyond", (*_TRAINED, "factor"), "trained model: share of right decisions on the positions beyond "
+        "train_length (NaN at factor 1)", missing="no position lies beyond train_length at factor 1"),
+    Var("train_time", _TRAINED, "training wall time (when trained, not loaded)", "s"),
+    Var("final_loss", _TRAINED, "mean training loss of the last 10 steps", "nats"),
+    Var("accuracy_train", _TRAINED, "trained model: share of right prefix decisions on test words of train_length "
+        "letters (in distribution: its competence)"),
+    Var("expressible", ("language", "kind"), "the paper: one fixed-width layer of this class can recognise the "
+        "language (1) or cannot (0)"),
+    coords={
+        "construction": Coord("hand-built construction"),
+        "length": Coord("word length", "letters"),
+        "n": Coord("n of a^n b^n c^n"),
+        "kind": Coord("gating class: time-invariant (real and complex eigenvalues), input gates in (0, 1), input "
+                      "gates in (-1, 1)"),
+        "factor": Coord("test length / train_length"),
+    },
+)
+
+
+def _check_constructions(res: Results, cfg: Config, names: list[str], lengths: list[int], bar) -> None:
+    """Every hand-built construction on sampled words of each check length, in each precision it has."""
+    for c, name in enumerate(names):
+        con = M.CONSTRUCTIONS[name]
+        options = {"modulus": cfg.modulus} if con.language == "mod_count" else {}
+        for k, length in enumerate(lengths):
+            task = language_task(con.language, n=cfg.check_words, length=length, seed=cfg.seed + k, **options)
+            truth = task.targets.astype(bool)
+            for p, precision in enumerate(M.PRECISIONS):
+                if precision not in con.precisions or (precision == "int8" and options.get("modulus", 2) != 2):
+                    continue
+                bad = con(task.inputs, precision, **_params(cfg, name)).accept != truth
+                res["wrong"][c, p, k], res["decisions"][c, p, k] = bad.sum(), bad.size
+                res["first_failure"][c, p, k] = np.flatnonzero(bad.any(axis=0))[0] + 1 if bad.any() else np.nan
+            bar.update(1)
+
+
+def _counter_grid(res: Results, ns: list[int], bar) -> None:
+    """The a^n b^n c^n counter on each grid word, in each precision; the words' true membership."""
+    for j, n in enumerate(ns):
+        for w in range(len(COUNTER_WORDS)):
+            x = encode("anbncn", _counter_word(n, w))[None]
+            for p, precision in enumerate(M.PRECISIONS):
+                res["counter_accepts"][p, j, w] = M.CONSTRUCTIONS["counter"](x, precision).accept[0, -1]
+        bar.update(1)
+    truth = np.array([prefix_labels("anbncn", encode("anbncn", _counter_word(n, w))[None])[0, -1]
+                      for n in ns for w in range(len(COUNTER_WORDS))]).reshape(len(ns), len(COUNTER_WORDS))
+    res["counter_truth"] = truth.astype(float)
+
+
+def _trained_models(res: Results, cfg: Config, bar) -> None:
+    """Each one-layer model (language, gating class, seed): trained (or loaded), tested at the training length and
+    at each test factor (all positions, and those beyond the training length)."""
+    for li, language in enumerate(TRAINED_LANGUAGES):
+        for ki, kind in enumerate(M.CLASSES):
+            for si, seed in enumerate(cfg.seeds):
+                tr = trained_model(cfg, language, kind, seed)
+                res["train_time"][li, ki, si] = tr.meta.get("train_time_s", np.nan)
+                res["final_loss"][li, ki, si] = float(np.mean(tr.curves["loss"][-10:]))
+                task = test_task(cfg, language, cfg.train_length, seed)
+                res["accuracy_train"][li, ki, si] = accuracy(predict(tr.model, task.inputs)[0], task.targets)
+                for fi, factor in enumerate(cfg.test_factors):
+                    task = test_task(cfg, language, cfg.train_length * factor, seed)
+                    accept, _ = predict(tr.model, task.inputs)
+                    res["accuracy"][li, ki, si, fi] = accuracy(accept, task.targets)
+                    if factor > 1:
+                        res["accuracy_beyond"][li, ki, si, fi] = accuracy(accept, task.targets, cfg.train_length)
+                bar.update(1)
+    res["expressible"] = np.array([[M.expressible(lang, kind, cfg.modulus) for kind in M.CLASSES]
+                                   for lang in TRAINED_LANGUAGES]).astype(float)
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Check the constructions, the counter grid, and train and test the one-layer models.
 
@@ -55,104 +142,20 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         time-invariant controls); n, word (the counter grid); language, kind, seed, factor (trained models, with
         their accuracy at the training length). See each variable's long_name.
     """
-    names, precisions, lengths = list(M.CONSTRUCTIONS), list(M.PRECISIONS), check_lengths(cfg)
-    shape = (len(names), len(precisions), len(lengths))
-    wrong, total, first = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    names, lengths = list(M.CONSTRUCTIONS), check_lengths(cfg)
     ns = [n for n in COUNTER_NS if 3 * n + 2 <= cfg.check_length]
-    grid = np.full((len(precisions), len(ns), len(COUNTER_WORDS)), np.nan)
-    seeds, kinds = list(cfg.seeds), list(M.CLASSES)
-    tshape = (len(TRAINED_LANGUAGES), len(kinds), len(seeds), len(cfg.test_factors))
-    acc_all, acc_beyond = np.full(tshape, np.nan), np.full(tshape, np.nan)
-    train_time, final_loss, acc_train = (np.full(tshape[:3], np.nan) for _ in range(3))
-    bar = tqdm(total=len(names) * len(lengths) + len(ns) + int(np.prod(tshape[:3])), desc="ssm_ltl",
-               disable=not progress)
+    res = SCHEMA.new(construction=names, precision=list(M.PRECISIONS), length=lengths, n=ns,
+                     word=list(COUNTER_WORDS), language=list(TRAINED_LANGUAGES), kind=list(M.CLASSES),
+                     seed=list(cfg.seeds), factor=list(cfg.test_factors))
+    n_models = len(TRAINED_LANGUAGES) * len(M.CLASSES) * len(cfg.seeds)
+    bar = tqdm(total=len(names) * len(lengths) + len(ns) + n_models, desc="ssm_ltl", disable=not progress)
     with threads(cfg.threads):
-        for c, name in enumerate(names):
-            con = M.CONSTRUCTIONS[name]
-            options = {"modulus": cfg.modulus} if con.language == "mod_count" else {}
-            for k, length in enumerate(lengths):
-                task = language_task(con.language, n=cfg.check_words, length=length, seed=cfg.seed + k, **options)
-                truth = task.targets.astype(bool)
-                for p, precision in enumerate(precisions):
-                    if precision not in con.precisions or (precision == "int8" and options.get("modulus", 2) != 2):
-                        continue
-                    bad = con(task.inputs, precision, **_params(cfg, name)).accept != truth
-                    wrong[c, p, k], total[c, p, k] = bad.sum(), bad.size
-                    first[c, p, k] = np.flatnonzero(bad.any(axis=0))[0] + 1 if bad.any() else np.nan
-                bar.update(1)
-        for j, n in enumerate(ns):
-            for w in range(len(COUNTER_WORDS)):
-                x = encode("anbncn", _counter_word(n, w))[None]
-                for p, precision in enumerate(precisions):
-                    grid[p, j, w] = M.CONSTRUCTIONS["counter"](x, precision).accept[0, -1]
-            bar.update(1)
-        for li, language in enumerate(TRAINED_LANGUAGES):
-            for ki, kind in enumerate(kinds):
-                for si, seed in enumerate(seeds):
-                    tr = trained_model(cfg, language, kind, seed)
-                    train_time[li, ki, si] = tr.meta.get("train_time_s", np.nan)
-                    final_loss[li, ki, si] = float(np.mean(tr.curves["loss"][-10:]))
-                    task = test_task(cfg, language, cfg.train_length, seed)
-                    acc_train[li, ki, si] = accuracy(predict(tr.model, task.inputs)[0], task.targets)
-                    for fi, factor in enumerate(cfg.test_factors):
-                        task = test_task(cfg, language, cfg.train_length * factor, seed)
-                        accept, _ = predict(tr.model, task.inputs)
-                        acc_all[li, ki, si, fi] = accuracy(accept, task.targets)
-                        if factor > 1:
-                            acc_beyond[li, ki, si, fi] = accuracy(accept, task.targets, cfg.train_length)
-                    bar.update(1)
+        _check_constructions(res, cfg, names, lengths, bar)
+        _counter_grid(res, ns, bar)
+        _trained_models(res, cfg, bar)
     bar.close()
-    truth_grid = np.array([prefix_labels("anbncn", encode("anbncn", _counter_word(n, w))[None])[0, -1]
-                           for n in ns for w in range(len(COUNTER_WORDS))]).reshape(len(ns), len(COUNTER_WORDS))
-    expressible = np.array([[M.expressible(lang, kind, cfg.modulus) for kind in kinds] for lang in TRAINED_LANGUAGES])
-    hand = ("construction", "precision", "length")
-    trained = ("language", "kind", "seed")
-    return xr.Dataset(
-        {
-            "wrong": (hand, wrong, {"long_name": "wrong prefix decisions over the sampled words (NaN: the "
-                                                 "construction has no such precision; int8 of a gate in (0, 1): "
-                                                 "8-bit fixed point)", "units": "prefixes"}),
-            "decisions": (hand, total, {"long_name": "prefix decisions checked (words x length)",
-                                        "units": "prefixes"}),
-            "first_failure": (hand, first, {"long_name": "first position (1-based) where some word's decision is "
-                                                         "wrong (NaN: none)", "units": "position"}),
-            "counter_accepts": (("precision", "n", "word"), grid,
-                                {"long_name": "the a^n b^n c^n counter's decision on the whole word (1: accept)",
-                                 "units": "1"}),
-            "counter_truth": (("n", "word"), truth_grid.astype(float),
-                              {"long_name": "membership of the grid's words in a^n b^n c^n", "units": "1"}),
-            "accuracy": ((*trained, "factor"), acc_all,
-                         {"long_name": "trained model: share of right prefix decisions on test words of "
-                                       "train_length x factor letters", "units": "1"}),
-            "accuracy_beyond": ((*trained, "factor"), acc_beyond,
-                                {"long_name": "trained model: share of right decisions on the positions beyond "
-                                              "train_length (NaN at factor 1)", "units": "1"}),
-            "train_time": (trained, train_time, {"long_name": "training wall time (when trained, not loaded)",
-                                                 "units": "s"}),
-            "final_loss": (trained, final_loss, {"long_name": "mean training loss of the last 10 steps",
-                                                 "units": "nats"}),
-            "accuracy_train": (trained, acc_train, {"long_name": "trained model: share of right prefix decisions on "
-                                                                 "test words of train_length letters (in "
-                                                                 "distribution: its competence)", "units": "1"}),
-            "expressible": (("language", "kind"), expressible.astype(float),
-                            {"long_name": "the paper: one fixed-width layer of this class can recognise the "
-                                          "language (1) or cannot (0)", "units": "1"}),
-        },
-        coords={
-            "construction": ("construction", names, {"long_name": "hand-built construction"}),
-            "construction_language": ("construction", [M.CONSTRUCTIONS[n].language for n in names]),
-            "construction_kind": ("construction", [M.CONSTRUCTIONS[n].kind for n in names]),
-            "precision": ("precision", precisions),
-            "length": ("length", lengths, {"long_name": "word length", "units": "letters"}),
-            "n": ("n", ns, {"long_name": "n of a^n b^n c^n"}),
-            "word": ("word", list(COUNTER_WORDS)),
-            "language": ("language", list(TRAINED_LANGUAGES)),
-            "kind": ("kind", kinds, {"long_name": "gating class: time-invariant (real and complex eigenvalues), "
-                                                  "input gates in (0, 1), input gates in (-1, 1)"}),
-            "seed": ("seed", seeds),
-            "factor": ("factor", list(cfg.test_factors), {"long_name": "test length / train_length"}),
-        },
-        attrs={"train_length": cfg.train_length, "claim_factor": cfg.claim_factor, "modulus": cfg.modulus,
-               "check_length": cfg.check_length, "check_words": cfg.check_words, "lti_decay": cfg.lti_decay,
-               "decay_gate": cfg.decay_gate},
-    )
+    ds = res.build(attrs={"train_length": cfg.train_length, "claim_factor": cfg.claim_factor,
+                          "modulus": cfg.modulus, "check_length": cfg.check_length,
+                          "check_words": cfg.check_words, "lti_decay": cfg.lti_decay, "decay_gate": cfg.decay_gate})
+    return ds.assign_coords(construction_language=("construction", [M.CONSTRUCTIONS[n].language for n in names]),
+                            construction_kind=("construction", [M.CONSTRUCTIONS[n].kind for n in names]))

@@ -276,6 +276,27 @@ def bench(name: str, quick: bool, out: str) -> None:
     click.echo(f"\nsaved: {path}")
 
 
+@cli.command("new")
+@click.argument("slug")
+@click.option("--title", required=True, help="The paper's title.")
+@click.option("--paper", required=True, help="Where the paper is: arXiv:XXXX.XXXXX or OpenReview:ID.")
+@click.option("--summary", default="", help="One sentence: what the method does.")
+def new(slug: str, title: str, paper: str, summary: str) -> None:
+    """Write a new method SLUG: its folder (every file role, a runnable placeholder experiment), its notebook, a test
+    and its row of the README's method table."""
+    from lab.authoring import new_method
+    from lab.config import ConfigError
+
+    try:
+        paths = new_method(slug, title=title, paper=paper, summary=summary)
+    except ConfigError as exc:
+        _bad_input(str(exc))
+    root = Path(__file__).resolve().parent.parent
+    for path in paths:
+        click.echo(f"wrote {path.relative_to(root)}")
+    click.echo(f"next: lab run {slug} --profile ci; then replace the placeholder experiment (CONTRIBUTING.md)")
+
+
 @cli.command()
 @click.option("--check", is_flag=True, help="Only check; exit 1 when something is out of step.")
 def sync(check: bool) -> None:

@@ -2,10 +2,11 @@
 
 Each method lives in ``lab/methods/<slug>/`` and declares ``METHOD = Method.here(__name__, title=..., paper=...)``
 in its ``__init__.py``; everything else is derived from the folder: the Config (``config.py``), ``run``
-(``experiment.py``), the claims (``claims.py``), the notebook (``notebooks/NN_<slug>.ipynb``, ``NN`` its place in
-:data:`ORDER`) and the dashboards (every ``dashboards/<name>.py`` that declares ``METHOD = "<slug>"``, or a tuple
-of slugs for an app that shows several). The registry imports only the ``__init__`` modules and the light
-``config.py`` files, so ``lab list`` stays fast; ``run`` and the claims are imported on first use.
+(``experiment.py``), the claims (``claims.py``), the notebook (``notebooks/NN_<slug>.ipynb``: ``NN`` is the
+method's place in the report, the README and ``lab list``) and the dashboards (every ``dashboards/<name>.py``
+that declares ``METHOD = "<slug>"``, or a tuple of slugs for an app that shows several). The registry imports only
+the ``__init__`` modules and the light ``config.py`` files, so ``lab list`` stays fast; ``run`` and the claims are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -25,17 +26,6 @@ from lab.claims import Claim
 METHODS_DIR = Path(__file__).resolve().parent / "methods"
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DASHBOARD_DIR = Path(__file__).resolve().parent.parent / "dashboards"
-
-#: The lab's methods in the order of the report, the README and the notebooks' numbers (``NN_<slug>.ipynb``): the
-#: nineteen papers, grouped as the research briefs group them. A folder whose slug is not listed comes after them.
-ORDER = (
-    "dam", "aire_prune", "compressm", "recurrsim", "steer",
-    "psm", "ssm_ltl", "tool_ssm", "chaingpt", "ssdi8", "ssm_inr",
-    "tbptt", "vwm_rnn", "diffusion_blocks",
-    "qgpm", "wsc", "rem",
-    "lwail", "rate",
-)
-
 
 class UnknownMethodError(ValueError):
     pass
@@ -119,12 +109,38 @@ class Method:
         return self.config.from_profile(profile, **overrides)
 
 
+@cache
+def _numbers() -> dict[str, int]:
+    """Slug -> the number ``NN`` of its notebook ``notebooks/NN_<slug>.ipynb`` (read from the file names)."""
+    out: dict[str, int] = {}
+    for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")):
+        out[path.stem[3:]] = int(path.stem[:2])
+    return out
+
+
 def position(slug: str) -> int:
-    """The method's number (1-based): its place in :data:`ORDER`, or after every listed method."""
-    if slug in ORDER:
-        return ORDER.index(slug) + 1
-    extra = sorted(p.parent.name for p in METHODS_DIR.glob("*/__init__.py") if p.parent.name not in ORDER)
-    return len(ORDER) + 1 + extra.index(slug) if slug in extra else len(ORDER) + 1 + len(extra)
+    """The method's number (1-based): the ``NN`` of its notebook ``notebooks/NN_<slug>.ipynb``; a method without a
+    notebook comes after every numbered one."""
+    numbers = _numbers()
+    if slug in numbers:
+        return numbers[slug]
+    last = max(numbers.values(), default=0)
+    extra = sorted(p.parent.name for p in METHODS_DIR.glob("*/__init__.py") if p.parent.name not in numbers)
+    return last + 1 + extra.index(slug) if slug in extra else last + 1 + len(extra)
+
+
+def refresh() -> None:
+    """Forget what the registry read, so that a method folder or notebook written since is found
+    (``lab new``)."""
+    importlib.invalidate_caches()
+    _numbers.cache_clear()
+    _methods.cache_clear()
+    dashboard_methods.cache_clear()
+
+
+def next_number() -> int:
+    """The number the next method's notebook takes (``lab new``)."""
+    return max(_numbers().values(), default=0) + 1
 
 
 @cache
@@ -165,7 +181,7 @@ def _methods() -> dict[str, Method]:
 
 
 def methods() -> list[Method]:
-    """All registered methods, in :data:`ORDER`."""
+    """All registered methods, in the order of their notebooks' numbers."""
     return list(_methods().values())
 
 

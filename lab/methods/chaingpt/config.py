@@ -6,8 +6,8 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate, Seeds, WeightDecay
+from lab.core.runtime import RuntimeConfig
 
 Length = Annotated[int, Range(2, 4096)]
 Lengths = Annotated[tuple[int, ...], Range(2, 4096), Each(increasing=True)]

@@ -7,8 +7,8 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate
+from lab.core.runtime import RuntimeConfig
 
 #: environments: the numpy point-mass U-maze (DQN over 8 directions) and gymnasium's InvertedPendulum-v5 (TD3)
 ENVS = ("maze", "pendulum")

@@ -6,8 +6,8 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate, Seeds, WeightDecay
+from lab.core.runtime import RuntimeConfig
 
 #: the agents: RATE, RATE without the Memory Retention Valve (write-memory passed straight), Decision Transformers
 #: with a short context (one segment, K steps) and a long one (the whole training episode), GRU behaviour cloning

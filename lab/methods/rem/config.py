@@ -6,8 +6,8 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Choices, Each, Range
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate, Seeds, WeightDecay
+from lab.core.runtime import RuntimeConfig
 
 #: the corruptions, from the least to the most regular (the grid's regularity axis)
 CORRUPTIONS = ("random", "pair", "backdoor")

@@ -6,8 +6,8 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Layers, Rate, WeightDecay
+from lab.core.runtime import RuntimeConfig
 
 #: weight bit widths of in_proj / out_proj (W8A8, W4A8)
 WEIGHT_BITS = (4, 8)

@@ -7,8 +7,8 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate, Seeds
+from lab.core.runtime import RuntimeConfig
 from lab.datasets.languages import MAX_LENGTH
 
 

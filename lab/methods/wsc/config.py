@@ -6,8 +6,8 @@ import dataclasses
 from typing import Annotated, ClassVar, Literal
 
 from lab.config import BaseConfig, Each, Range, bad_value
-from lab.core.runtime import RuntimeConfig
 from lab.core.fields import Rate, Seeds
+from lab.core.runtime import RuntimeConfig
 
 Share = Annotated[float, Range(0.0, 1.0)]
 

@@ -92,7 +92,7 @@ def _dying_execute(slug, notebook, out_dir, profile, env=None):
 def test_failed_notebook_is_reported_and_others_still_run(tmp_path, monkeypatch):
     from lab import report
 
-    monkeypatch.setattr(report, "_execute", _dying_execute)
+    monkeypatch.setattr(report.execute, "_execute", _dying_execute)
     summary = report.build_report(["dam"], profile="ci", jobs=1, out=tmp_path)
     assert not summary.all_executed and "kernel died" in (tmp_path / "ci" / "index.html").read_text()
 
@@ -110,7 +110,7 @@ def test_relative_out_folder_is_resolved(tmp_path, monkeypatch):
 def test_parallel_notebooks_split_the_cores(monkeypatch):
     from lab import report
 
-    monkeypatch.setattr(report.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(report.execute.os, "cpu_count", lambda: 8)
     env = report.kernel_environment(jobs=2)
     assert env["OPENBLAS_NUM_THREADS"] == "4" and env["NUMBA_NUM_THREADS"] == "4"
     assert env["OMP_WAIT_POLICY"] == "PASSIVE"
@@ -213,7 +213,7 @@ def methods_copy(tmp_path, monkeypatch):
 
     copy = tmp_path / "methods"
     shutil.copytree(registry.METHODS_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(report, "METHODS_DIR", copy)
+    monkeypatch.setattr(report.reuse, "METHODS_DIR", copy)
     return copy
 
 
@@ -234,7 +234,7 @@ def test_second_report_with_nothing_changed_executes_nothing(dam_report, tmp_pat
     folder = out / "ci"
     files = [folder / "01_dam.ipynb", folder / "01_dam.html", folder / "dam.nc", folder / "dam.headline.png"]
     before = {f: f.stat().st_mtime_ns for f in files}
-    monkeypatch.setattr(report, "_execute", _dying_execute)  # any execution would fail the run
+    monkeypatch.setattr(report.execute, "_execute", _dying_execute)  # any execution would fail the run
     start = time.perf_counter()
     summary = report.build_report(["dam"], profile="ci", jobs=1, out=out)
     seconds = time.perf_counter() - start
@@ -250,7 +250,7 @@ def test_editing_a_methods_code_reruns_it_and_force_reruns_all(dam_report, tmp_p
     from lab import report
 
     out = _copy_report(dam_report, tmp_path)
-    monkeypatch.setattr(report, "_execute", _dying_execute)
+    monkeypatch.setattr(report.execute, "_execute", _dying_execute)
     assert report.build_report(["dam"], profile="ci", out=out).reused == ["dam"]  # the copy hashes the same
     with open(methods_copy / "dam" / "theory.py", "a") as fh:
         fh.write("\n# an edit\n")
@@ -264,7 +264,7 @@ def test_force_reruns_an_unchanged_method(dam_report, tmp_path, monkeypatch):
     from lab import report
 
     out = _copy_report(dam_report, tmp_path)
-    monkeypatch.setattr(report, "_execute", _dying_execute)
+    monkeypatch.setattr(report.execute, "_execute", _dying_execute)
     result = CliRunner().invoke(cli, ["report", "dam", "--profile", "ci", "--force", "--out", str(out)])
     assert result.exit_code == 1 and "kernel died" in result.output, result.output
 
@@ -277,7 +277,9 @@ def test_run_key_follows_the_notebook_the_profile_and_the_shared_code(methods_co
     assert report.run_key(dam, "ci") == key and report.run_key(dam, "quick") != key
     assert report.run_key(registry.get("steer"), "ci") != key
     labels = set(report.source_files(dam))
-    assert {"notebook/01_dam.ipynb", "method/model.py", "lab/report.py", "lab/core/train.py"} <= labels
+    assert {"notebook/01_dam.ipynb", "method/model.py", "lab/report/build.py", "lab/cache/keys.py",
+            "lab/core/train.py", "kernels/linear_scan.py"} <= labels  # the shared code: lab/ and kernels/
+    assert not any(label.startswith("lab/methods/") for label in labels)  # a method's folder is its own
     assert not any(label.startswith("method/") and "steer" in label for label in labels)
     (methods_copy / "dam" / "extra.py").write_text("x = 1\n")
     assert report.run_key(dam, "ci") != key
@@ -301,7 +303,7 @@ def test_report_on_a_dask_cluster(tmp_path, monkeypatch):
             assert (folder / name).is_file(), name
         index = (folder / "index.html").read_text()
         assert 'id="dam"' in index and 'class="claims"' in index and "data:image/png;base64," in index
-        monkeypatch.setattr(report, "_execute_remote", None)  # a second report submits nothing
+        monkeypatch.setattr(report.execute, "_execute_remote", None)  # a second report submits nothing
         again = report.build_report(["dam"], profile="ci", out=tmp_path, scheduler=cluster.scheduler_address)
         assert again.reused == ["dam"]
 
@@ -314,7 +316,7 @@ def test_unreachable_scheduler_is_bad_input(tmp_path, monkeypatch):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setattr(report, "SCHEDULER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(report.execute, "SCHEDULER_TIMEOUT_S", 1.0)
     result = CliRunner().invoke(cli, ["report", "dam", "--profile", "ci", "--out", str(tmp_path),
                                       "--scheduler", f"tcp://127.0.0.1:{port}"])
     assert result.exit_code == 2

@@ -1,0 +1,166 @@
+"""HTML that opens offline: each executed notebook exported by nbconvert, with MathJax beside the report.
+
+The nbconvert template drops require.js, the jupyter-widgets embedder (progress bars show as their text) and
+mermaid; MathJax 2 (from the ``jupyter-server-mathjax`` package) is copied once into
+``<out>/<profile>/static/mathjax/`` and the pages point at it by a relative path; Panel's and Bokeh's CSS and
+JavaScript are inlined in the notebook's outputs (``PANEL_INLINE`` in the kernel's environment,
+``hv.extension("bokeh", inline=True)`` in the notebooks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from lab.io import atomic_write_text
+
+__all__ = ["MATHJAX_CONFIG", "MATHJAX_DIR", "WIDGET_VIEW", "install_mathjax", "to_html"]
+
+#: the nbconvert template: JupyterLab's, less what asks the network (require.js, the widgets embedder, mermaid),
+#: with MathJax from ``resources.mathjax_url`` (a relative path to the copy beside the report). MathJax uses the
+#: STIX-Web fonts jupyter-server-mathjax ships (not its default TeX fonts), and its blank fallback font is looked up
+#: locally instead of at ``about:blank`` (a request the browser refuses from a file:// page)
+_TEMPLATE = r"""{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+<script type="text/x-mathjax-config">
+MathJax.Hub.Config({
+  TeX: {equationNumbers: {autoNumber: "AMS", useLabelIds: true}},
+  tex2jax: {inlineMath: [["$", "$"], ["\\(", "\\)"]], displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+            processEscapes: true, processEnvironments: true},
+  "HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null,
+               styles: {"@font-face": {"font-family": "MathJax_Blank", src: "local('MathJax_Blank')"}}},
+  displayAlign: "center",
+  messageStyle: "none",
+  menuSettings: {zoom: "None"}
+});
+</script>
+<script src="{{ resources.mathjax_url }}"></script>
+{%- endblock html_head_js_mathjax -%}
+"""
+
+#: where MathJax goes beside the report, and the parts of jupyter-server-mathjax's copy it needs
+MATHJAX_DIR = "static/mathjax"
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
+_MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
+                  "fonts/HTML-CSS/STIX-Web", "localization/en")
+_MATHJAX_EXTENSIONS_SKIPPED = ("a11y",)  # the accessibility explorer: 3 MB, loaded only from its menu
+
+
+def install_mathjax(out_dir: Path) -> Path:
+    """Copy MathJax 2 (the needed part of the ``jupyter-server-mathjax`` package) to ``out_dir/static/mathjax``
+    once; returns that folder."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("jupyter_server_mathjax")  # not imported: it imports all of jupyter_server
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("MathJax for the report comes from the package jupyter-server-mathjax: "
+                           "pip install jupyter-server-mathjax (it is a dependency of recurrent-lab)")
+    dest = out_dir / MATHJAX_DIR
+    src = Path(list(spec.submodule_search_locations)[0]) / "static"
+    marker = dest / ".source"
+    version = f"jupyter-server-mathjax {importlib.metadata.version('jupyter-server-mathjax')}"
+    if marker.is_file() and marker.read_text() == version:
+        return dest
+    tmp = Path(tempfile.mkdtemp(prefix=".mathjax-", dir=out_dir))
+    try:
+        for part in _MATHJAX_PARTS:
+            if (src / part).is_dir():
+                shutil.copytree(src / part, tmp / part)
+            elif (src / part).is_file():
+                (tmp / part).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / part, tmp / part)
+        shutil.copytree(src / "extensions", tmp / "extensions",
+                        ignore=shutil.ignore_patterns(*_MATHJAX_EXTENSIONS_SKIPPED))
+        (tmp / ".source").write_text(version)
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _exporter():
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"lab_offline.html.j2": _TEMPLATE})],
+        template_file="lab_offline.html.j2",
+        mathjax_url=f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}",
+    )
+
+
+#: an output of this type needs the widgets embedder (from a CDN); the text beside it is shown instead
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+#: a Bokeh stylesheet that Panel points at its CDN, in a document's JSON (HoloViews' plots carry several)
+_IMPORTED_CSS = re.compile(
+    r'\{"type":"object","name":"ImportedStyleSheet","id":"(?P<id>[^"]+)",'
+    r'"attributes":\{"url":"https://cdn\.holoviz\.org/panel/[^/"]+/dist/(?P<path>[^"?]+)(?:\?[^"]*)?"\}\}'
+)
+
+
+def _inline_stylesheets(text: str) -> str:
+    """``text`` (an output's HTML) with every Panel stylesheet it imports from cdn.holoviz.org replaced by the same
+    CSS inline, read from the installed Panel's ``dist`` folder (one it lacks is left as it is: the browser test
+    counts it)."""
+    if "ImportedStyleSheet" not in text:
+        return text
+    import panel
+
+    dist = Path(panel.__file__).parent / "dist"
+
+    def inline(match: re.Match) -> str:
+        path = dist / match["path"]
+        if not path.is_file():
+            return match[0]
+        css = json.dumps(path.read_text(encoding="utf-8")).replace("</", "<\\/")  # no </script> inside a script
+        return f'{{"type":"object","name":"InlineStyleSheet","id":"{match["id"]}","attributes":{{"css":{css}}}}}'
+
+    return _IMPORTED_CSS.sub(inline, text)
+
+
+def _offline_copy(nb):
+    """``nb`` as the offline HTML shows it: without widget views (tqdm's bars show as their text) and the widget
+    state, Panel's stylesheets inline."""
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k != "widgets"}
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.outputs:
+            data = output.get("data")
+            if not data:
+                continue
+            data.pop(WIDGET_VIEW, None)
+            if "text/html" in data:
+                value = data["text/html"]
+                data["text/html"] = _inline_stylesheets("".join(value) if isinstance(value, list) else value)
+        # HoloViews leaves empty display outputs (nothing to show, and nbconvert warns about each)
+        cell.outputs = [o for o in cell.outputs if o.get("output_type") != "display_data" or o.get("data")]
+    return nb
+
+
+def to_html(ipynb: Path) -> Path | None:
+    if not ipynb.exists():
+        return None
+    import copy
+
+    import nbformat
+
+    nb = _offline_copy(copy.deepcopy(nbformat.read(ipynb, as_version=4)))
+    body, _ = _exporter().from_notebook_node(nb)
+    out = ipynb.with_suffix(".html")
+    atomic_write_text(out, body)
+    return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds
 
 
 def _v(ds: xr.Dataset, var: str, variant: str) -> np.ndarray:
@@ -34,6 +34,16 @@ def _mean(ds: xr.Dataset, var: str, variant: str) -> str:
 
 def _low(ds: xr.Dataset, kind: str) -> str:
     return f"{kind}{int(ds.attrs['claim_bits'])}"
+
+
+def _pick(var: str, variant, label: str) -> Pick:
+    """``var`` of ``variant`` (a name, or Dataset -> name) per seed."""
+    return Pick(var, label, sel={"variant": variant}, unit="%" if var in ("acc", "plasticity") else "")
+
+
+def _at_claim_bits(kind: str):
+    """Dataset -> the variant ``kind`` at the claim's bit width (``qgpm4``, ``naive4``...)."""
+    return lambda ds: _low(ds, kind)
 
 
 def _gpm_loss(other):
@@ -80,18 +90,12 @@ def _learns(variant, who: str) -> Competence:
 GPM_LEARNS = _learns("gpm", "GPM FP32 (the reference)")
 
 
-def _naive_vs_no_memory(ds: xr.Dataset) -> Measurement:
-    name = _low(ds, "naive")
-    gap = _v(ds, "acc", name) - _v(ds, "acc", "finetune")
-    return over_seeds(gap, "mean", f"ACC: {ds.label.sel(variant=name).values} {_mean(ds, 'acc', name)}% vs "
-                                   f"fine-tuning {_mean(ds, 'acc', 'finetune')}%; BWT {_mean(ds, 'bwt', name)} vs "
-                                   f"{_mean(ds, 'bwt', 'finetune')} pt")
-
-
 #: the naive low-bit memory, competent when it learns its tasks and keeps more than no memory at all
 NAIVE_COMPETENT = (
     _learns(lambda ds: _low(ds, "naive"), "naive low-bit memory (the control)"),
-    Competence(label="naive low-bit memory: ACC minus fine-tuning's (no memory at all)", measure=_naive_vs_no_memory,
+    Competence(label="naive low-bit memory: ACC minus fine-tuning's (no memory at all)",
+               measure=difference(_pick("acc", _at_claim_bits("naive"), "naive low-bit memory"),
+                                  _pick("acc", "finetune", "fine-tuning"), what="ACC"),
                op=">", threshold=0.0,
                threshold_source="a memory that ends below no memory at all protects nothing, it breaks the network "
                                 "(a non-orthonormal basis makes I - M̃M̃ᵀ push updates into the protected subspace); "
@@ -119,12 +123,6 @@ def _bwt_gap(ds: xr.Dataset) -> Measurement:
     gap = bwt.min(axis=0) - _v(ds, "bwt", "finetune")
     worst = names[int(np.argmin(bwt.mean(axis=1)))]
     return over_seeds(gap, "mean", f"BWT: worst GPM variant ({worst}) {bwt.min(axis=0).mean():.2f} vs fine-tuning "
-                                   f"{_mean(ds, 'bwt', 'finetune')} pt")
-
-
-def _bwt_control(ds: xr.Dataset) -> Measurement:
-    gap = _v(ds, "bwt", "finetune_b") - _v(ds, "bwt", "finetune")
-    return over_seeds(gap, "mean", f"BWT: second fine-tuning {_mean(ds, 'bwt', 'finetune_b')} vs fine-tuning "
                                    f"{_mean(ds, 'bwt', 'finetune')} pt")
 
 
@@ -156,13 +154,6 @@ def _low_bwt(ds: xr.Dataset) -> Measurement:
     return over_seeds(_v(ds, "bwt", f"qgpm{b}") - _v(ds, "bwt", "gpm"), "mean",
                       f"BWT: {b}-bit QGPM {_mean(ds, 'bwt', f'qgpm{b}')} vs GPM FP32 {_mean(ds, 'bwt', 'gpm')} pt; "
                       f"mean e_i = {e:.2g}, so λ ≈ {max(0.0, 1 - float(ds.attrs.get('qea_alpha', 0)) * e):.2f}")
-
-
-def _sketch_acc(ds: xr.Dataset) -> Measurement:
-    b = int(ds.attrs["claim_bits"])
-    return over_seeds(_v(ds, "acc", f"qgpm{b}") - _v(ds, "acc", f"qgpm{b}_sketch"), "mean",
-                      f"ACC: {b}-bit QGPM {_mean(ds, 'acc', f'qgpm{b}')}% vs with sketched SVDs "
-                      f"{_mean(ds, 'acc', f'qgpm{b}_sketch')}%")
 
 
 CLAIMS = [
@@ -223,7 +214,8 @@ CLAIMS = [
         threshold=10.0,
         threshold_source="research brief's plan: BWT > fine-tune BWT + 10",
         unit="pt",
-        control=_bwt_control,
+        control=difference(_pick("bwt", "finetune_b", "second fine-tuning"), _pick("bwt", "finetune", "fine-tuning"),
+                           what="BWT"),
         control_label="a second fine-tuning run (other seed) in GPM's place (analytic-ish: fine-tuning itself, "
                       "reseeded, what seeds alone move)",
         competence=(_learns("finetune", "fine-tuning (the baseline)"),
@@ -271,7 +263,8 @@ CLAIMS = [
         name="sketch_accuracy",
         statement="QGPM's ACC without minus with sketched SVDs in the memory updates",
         source="QGPM: sketching before the SVD (no public code for it)",
-        measure=_sketch_acc,
+        measure=difference(_pick("acc", _at_claim_bits("qgpm"), "QGPM at the claim's bits"),
+                           _pick("acc", lambda ds: f"{_low(ds, 'qgpm')}_sketch", "with sketched SVDs"), what="ACC"),
         op="<=",
         threshold=1.0,
         threshold_source="shown, no verdict",

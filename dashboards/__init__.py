@@ -1,22 +1,66 @@
-"""Panel dashboards, thin over ``lab``: one :class:`dashboards.viewer.MethodViewer` per app.
+"""Panel dashboards, thin over ``lab``: each composes one or more method panels (:mod:`dashboards.panels`).
 
-``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py``
-(but ``viewer.py`` and names starting with ``_``) is an app: it declares ``METHOD`` (the slug it shows, or a tuple of
-slugs, its own first), ``TITLE`` and ``Dashboard`` (its viewer class). ``APPS`` maps each name to
-``"module:Dashboard"``; the module is imported only when the app is served.
+``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py`` that
+declares ``METHOD`` is an app: ``METHOD`` is the slug it shows (or a tuple of slugs, its own first), ``TITLE`` its
+page title, ``DESCRIPTION`` one line for ``lab serve --list``, and ``Dashboard`` its class (a
+:class:`~dashboards.panels.MethodPanel` or a :class:`~dashboards.panels.MethodDashboard`). The declarations are read
+without importing the apps (:func:`describe_dashboards`); an app's module is imported only when it is served.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-APPS: dict[str, str] = {
-    p.stem: f"dashboards.{p.stem}:Dashboard"
-    for p in sorted(Path(__file__).resolve().parent.glob("*.py"))
-    if not p.stem.startswith("_") and p.stem != "viewer"
-}
+__all__ = ["APPS", "DashboardInfo", "app_factory", "describe_dashboards", "serve_apps"]
+
+_HERE = Path(__file__).resolve().parent
+
+
+class DashboardInfo(NamedTuple):
+    """A dashboard: its name (the module's), its one-line description and the slugs of the methods it shows."""
+
+    name: str
+    description: str
+    slugs: tuple[str, ...]
+
+
+def _declarations(path: Path) -> dict[str, object]:
+    out = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("METHOD", "TITLE", "DESCRIPTION")):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def _apps() -> dict[str, dict[str, object]]:
+    """Every app module's declarations by name (a module without ``METHOD`` is a shared one, not an app)."""
+    found = {}
+    for path in sorted(_HERE.glob("*.py")):
+        if not path.stem.startswith("_"):
+            decl = _declarations(path)
+            if "METHOD" in decl:
+                found[path.stem] = decl
+    return found
+
+
+def describe_dashboards() -> list[DashboardInfo]:
+    """Every dashboard as ``(name, description, slugs)``: its one-line description and the methods it shows, read
+    from the modules without importing them (listing stays light)."""
+    out = []
+    for name, decl in _apps().items():
+        method = decl["METHOD"]
+        slugs = (method,) if isinstance(method, str) else tuple(method)
+        out.append(DashboardInfo(name, str(decl.get("DESCRIPTION", "")), slugs))
+    return out
+
+
+#: every app's name -> ``"module:Dashboard"``
+APPS: dict[str, str] = {name: f"dashboards.{name}:Dashboard" for name in _apps()}
 
 
 def app_factory(name: str) -> Callable[[], object]:
@@ -24,8 +68,8 @@ def app_factory(name: str) -> Callable[[], object]:
     module, _, cls = APPS[name].partition(":")
 
     def build():
-        viewer = getattr(importlib.import_module(module), cls)()
-        return viewer.__panel__()
+        board = getattr(importlib.import_module(module), cls)()
+        return board.__panel__()
 
     build.__name__ = name
     return build
@@ -36,20 +80,20 @@ def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.
     """Serve the named apps with Panel's index page listing them; blocks until stopped unless ``threaded``."""
     import panel as pn
 
-    from lab.core.runtime import setup_process
+    from lab import setup_process
 
     setup_process()
     unknown = [n for n in names if n not in APPS]
     if unknown:
         raise ValueError(f"unknown dashboard(s) {', '.join(unknown)}; known dashboards: {', '.join(APPS)}")
-    apps = {name: app_factory(name) for name in names}
+    titles = {name: str(decl.get("TITLE", name)) for name, decl in _apps().items()}
     return pn.serve(
-        apps,
+        {name: app_factory(name) for name in names},
         port=port,
         address=address,
         websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
         show=show,
-        title={n: getattr(importlib.import_module(f"dashboards.{n}"), "TITLE", n) for n in names},
+        title={n: titles[n] for n in names},
         threaded=threaded,
         start=start,
     )

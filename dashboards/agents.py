@@ -9,7 +9,7 @@ import holoviews as hv
 import panel as pn
 import param
 
-from dashboards.viewer import BackgroundJob, MethodViewer, field_param
+from dashboards.panels import MethodDashboard, MethodPanel, field_param, preparation, view
 from lab.methods.lwail import live as lwail_live
 from lab.methods.lwail import plots as lwail_plots
 from lab.methods.rate import live, plots
@@ -17,6 +17,9 @@ from lab.methods.rate.config import Config
 
 METHOD = ("rate", "lwail")
 TITLE = "Agents: acting from memory (RATE) and imitating in a learned metric (LWAIL)"
+DESCRIPTION = "RATE's memory on a T-Maze of any length; LWAIL's rollout over its learned metric"
+
+EPISODE_PARAMS = ("env", "variant", "corridor_length", "episode_seed", "seed", "profile")
 
 
 def _pane(obj):
@@ -26,17 +29,21 @@ def _pane(obj):
     return pn.pane.HoloViews(obj)
 
 
-class Dashboard(MethodViewer):
-    """Pick a variant, a corridor length and a seed; watch RATE's rollout and its memory. Below, LWAIL's rollout in
-    the maze over its learned distance map."""
+def _agent_args(s) -> tuple:
+    """The arguments of ``live.trained`` for settings ``s`` (as ``live.rollout`` passes them)."""
+    return (s.profile, s.variant, int(s.seed)) + (("minigrid",) if s.env == "minigrid" else ())
 
-    method = METHOD[0]
-    title = "Agents: RATE's recurrent memory and LWAIL's latent metric"
+
+class RatePanel(MethodPanel):
+    """Pick a variant, a corridor length and a seed; watch RATE's rollout and its memory."""
+
+    method = "rate"
+    title = "RATE on a T-Maze"
     intro = ("### RATE\nAn offline-RL transformer reads the trajectory in segments, each framed by memory tokens "
              "[M; tokens; M]; the write-memory goes through the Memory Retention Valve (attention with the old "
              "memory as query) to the next segment. In a T-Maze the clue is shown only at the first step; only "
-             "memory carries it to the junction.\n\n### LWAIL\nImitation from one state-only expert episode: a "
-             "Wasserstein critic on ICVF features φ(s), φ(s') rewards the agent with sigmoid(-f).")
+             "memory carries it to the junction.")
+    controls = EPISODE_PARAMS
 
     env = param.Selector(default="tmaze", objects=["tmaze", "minigrid"], label="environment",
                          doc="The T-Maze (a corridor of any length) or MiniGrid-Memory (the profile's grid size).")
@@ -47,49 +54,25 @@ class Dashboard(MethodViewer):
     episode_seed = param.Integer(default=0, bounds=(0, 1000), label="episode",
                                  doc="Seed of the test episode (the clue and the noise).")
     seed = field_param(Config, "seed", bounds=(0, 1000))
-    lwail_variant = param.Selector(default="lwail", objects=list(lwail_live.VARIANTS), label="LWAIL variant",
-                                   doc="LWAIL or one of its baselines (Euclidean WAIL, GAIfO, no ICVF, ...).")
-    lwail_seed = param.Integer(default=0, bounds=(0, 9), label="LWAIL seed", doc="Seed of the LWAIL run shown.")
-    lwail_version = param.Integer(default=0, precedence=-1, doc="Bumped when LWAIL's agents are ready.")
 
-    def __init__(self, **params):
-        self._curves: set[str] = set()
-        super().__init__(**params)
-        self.lwail_job = BackgroundJob()
-        self._lwail_ready: set = set()
-        self.param.watch(lambda *_: self._lwail_ensure(), ["profile", "lwail_variant", "lwail_seed"])
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            pn.state.onload(self._lwail_ensure)
-        else:
-            self._lwail_ensure()
+    @preparation(on=("profile", "env", "variant", "seed"), label="the agent",
+                 cached=lambda s: live.trained.cached(*_agent_args(s)),
+                 message="**Training {variant}** in {env} (first use; cached afterwards)...")
+    def agent(self, s, report) -> None:
+        live.trained(*_agent_args(s))
+        report(1)
 
-    # -- RATE: the chosen variant's trained model (background on first use, then cached) ---------------------------
-    def prep_params(self) -> tuple[str, ...]:
-        return ("profile", "env", "variant", "seed")
-
-    def _agent_args(self) -> tuple:
-        return (self.profile, self.variant, int(self.seed)) + (("minigrid",) if self.env == "minigrid" else ())
-
-    def is_prepared(self) -> bool:
-        return self.profile in self._curves and live.trained.cached(*self._agent_args())
-
-    def prepare(self, report) -> None:
-        live.trained(*self._agent_args())
-        report(1, total=2)
-        live.success_curve(self.profile)  # the profile's run: every agent, every length (cached on disk)
-        self._curves.add(self.profile)
-        report(2)
-
-    def describe_progress(self, info: dict) -> str:
-        what = "the T-Maze" if self.env == "tmaze" else "MiniGrid-Memory"
-        return f"**Training {self.variant}** on {what}, then the profile's success curves (first use; cached)..."
+    @preparation(on=("profile",), label="the success curves",
+                 message="**Running the profile's agents** at every corridor length (first use; cached)...")
+    def curves(self, s, report) -> None:
+        live.success_curve(s.profile)  # the profile's run: every agent, every length (cached on disk)
+        report(1)
 
     def episode(self) -> dict:
         return live.rollout(self.profile, self.variant, int(self.corridor_length), int(self.seed), self.env,
                             episode_seed=int(self.episode_seed))
 
-    @param.depends("env", "variant", "corridor_length", "episode_seed", "seed", "profile", "version")
-    @MethodViewer.when_ready
+    @view(*EPISODE_PARAMS, needs="agent")
     def summary(self):
         ep = self.episode()
         if self.env == "minigrid":
@@ -101,76 +84,66 @@ class Dashboard(MethodViewer):
         return pn.pane.Markdown(f"**{self.variant}** on {where}, clue {int(ep['clue']):+d}: the agent **{verdict}**.",
                                 sizing_mode="stretch_width")
 
-    @param.depends("env", "variant", "corridor_length", "episode_seed", "seed", "profile", "version")
-    @MethodViewer.when_ready
+    @view(*EPISODE_PARAMS, needs="agent")
     def path(self):
         return _pane(plots.rollout_plot(self.episode()))
 
-    @param.depends("env", "variant", "corridor_length", "episode_seed", "seed", "profile", "version")
-    @MethodViewer.when_ready
+    @view(*EPISODE_PARAMS, needs="agent")
     def memory(self):
         ep = self.episode()
         if ep.get("memory_attention") is None:
             return pn.pane.Markdown(f"*{self.variant} has no memory valve: nothing to show.*")
         return _pane(plots.memory_attention_plot(ep))
 
-    @param.depends("profile", "version")
-    @MethodViewer.when_ready
+    @view("profile", needs="curves")
     def success(self):
         return _pane(plots.success_plot(live.success_curve(self.profile)))
 
-    # -- LWAIL: its agents, prepared in a second background job ----------------------------------------------------
-    def _lwail_key(self):
-        return (self.profile, self.lwail_variant, int(self.lwail_seed))
+    def main(self) -> list:
+        return [self.summary, self.path, self.memory, self.success]
 
-    def _lwail_ensure(self) -> None:
-        key = self._lwail_key()
-        if key in self._lwail_ready or self.lwail_job.running:
-            return
 
-        def work(report):
-            lwail_live.rollout(*key)  # trains (then caches) the agent
-            self._lwail_ready.add(key)
-            report(1)
+class LwailPanel(MethodPanel):
+    """Pick a variant and a seed; watch LWAIL's rollout in the maze over its learned distance map."""
 
-        def done():
-            self.lwail_job.clear()
-            self.lwail_version += 1
-            self._lwail_ensure()  # the choice may have changed meanwhile
+    method = "lwail"
+    title = "LWAIL in the U-maze"
+    intro = ("### LWAIL\nImitation from one state-only expert episode: a Wasserstein critic on ICVF features φ(s), "
+             "φ(s') rewards the agent with sigmoid(-f).")
+    controls = ("variant", "seed")
 
-        self.lwail_job.start(work, total=1, message="**Training LWAIL's agent** (first use; cached afterwards)...",
-                             describe=None, on_done=done, name="lwail-prepare")
+    variant = param.Selector(default="lwail", objects=list(lwail_live.VARIANTS), label="LWAIL variant",
+                             doc="LWAIL or one of its baselines (Euclidean WAIL, GAIfO, no ICVF, ...).")
+    seed = param.Integer(default=0, bounds=(0, 9), label="LWAIL seed", doc="Seed of the LWAIL run shown.")
 
-    def _lwail_waiting(self):
-        if self._lwail_key() not in self._lwail_ready or self.lwail_job.running:
-            return pn.pane.Markdown("*waiting for LWAIL's agent...*")
-        return None
+    @preparation(on=("profile", "variant", "seed"), label="LWAIL's agent",
+                 cached=lambda s: (lwail_live.rollout.cached(s.profile, s.variant, int(s.seed))
+                                   and lwail_live.phi_distance_map.cached(s.profile, int(s.seed))),
+                 message="**Training LWAIL's agent** (first use; cached afterwards)...")
+    def agent(self, s, report) -> None:
+        lwail_live.rollout(s.profile, s.variant, int(s.seed))  # trains (then caches) the agent
+        lwail_live.phi_distance_map(s.profile, int(s.seed))  # LWAIL's own ICVF, whichever variant is shown
+        report(1)
 
-    @param.depends("lwail_variant", "lwail_seed", "profile", "lwail_version")
-    def lwail_path(self):
-        waiting = self._lwail_waiting()
-        if waiting is not None:
-            return waiting
-        profile, variant, seed = self._lwail_key()
-        episode = lwail_live.rollout(profile, variant, seed)
-        dmap = lwail_live.phi_distance_map(profile, seed)
+    @view("variant", "seed", "profile", needs="agent")
+    def path(self):
+        episode = lwail_live.rollout(self.profile, self.variant, int(self.seed))
+        dmap = lwail_live.phi_distance_map(self.profile, int(self.seed))
         return pn.Column(_pane(lwail_plots.rollout_plot(episode, dmap)), _pane(lwail_plots.distance_map_plot(dmap)))
 
-    @param.depends("lwail_variant", "lwail_seed", "profile", "lwail_version")
-    def lwail_reward(self):
-        waiting = self._lwail_waiting()
-        if waiting is not None:
-            return waiting
-        profile, variant, seed = self._lwail_key()
-        return _pane(lwail_plots.reward_map_plot(lwail_live.reward_map(profile, variant, seed)))
+    @view("variant", "seed", "profile", needs="agent")
+    def reward(self):
+        return _pane(lwail_plots.reward_map_plot(lwail_live.reward_map(self.profile, self.variant, int(self.seed))))
 
-    def __panel__(self):
-        widgets = self.widgets(("env", "variant", "corridor_length", "episode_seed", "seed", "profile"))
-        lwail_widgets = self.widgets(("lwail_variant", "lwail_seed"))
-        return self.layout(sidebar=[widgets, pn.pane.Markdown("### LWAIL"), lwail_widgets],
-                           main=[self.summary, self.path, self.memory, self.success, pn.layout.Divider(),
-                                 pn.pane.Markdown("### LWAIL in the U-maze"), self.lwail_job.status,
-                                 self.lwail_job.progress, self.lwail_path, self.lwail_reward])
+    def main(self) -> list:
+        return [self.path, self.reward]
+
+
+class Dashboard(MethodDashboard):
+    """RATE's rollout and memory on a T-Maze over LWAIL's rollout in the maze."""
+
+    title = "Agents: RATE's recurrent memory and LWAIL's latent metric"
+    panel_types = (RatePanel, LwailPanel)
 
 
 def app():

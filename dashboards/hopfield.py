@@ -5,12 +5,13 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboards.viewer import MethodViewer, field_param
+from dashboards.panels import MethodPanel, field_param
 from lab.methods.dam import live, plots
 from lab.methods.dam.config import Config
 
 METHOD = "dam"
 TITLE = "Hopfield: dense associative memory against theory"
+DESCRIPTION = "Dense associative memory: overlap, convergence and basin edge against theory"
 
 #: Largest load offered per order.
 ALPHA_MAX = {2: 0.3, 3: 0.12, 4: 0.02}
@@ -25,13 +26,16 @@ def alpha_max(n: int, N: int) -> float:
     return min(ALPHA_MAX[n], MAX_PN / N**n)
 
 
-class Dashboard(MethodViewer):
+class Dashboard(MethodPanel):
     """Slide n, N, alpha, m0, trials and the update rule; see m(t), convergence time and the basin edge."""
 
     method = METHOD
     title = "Hopfield: dense associative memory"
     intro = ("### Dense associative memory\nEnergy -Σ F(ξ·σ), F(x) = x^n, exact update. Dashed: the memoryless "
              "recursion m' = erf(m^(n-1) / sqrt(2α(2n-3)!!)).")
+    controls = VIEW_PARAMS
+    widget_options = {"n": pn.widgets.RadioButtonGroup, "update": pn.widgets.RadioButtonGroup,
+                      "alpha": {"type": pn.widgets.FloatSlider, "format": "0.000"}}
 
     n = field_param(Config, "n", objects=[2, 3, 4])
     N = field_param(Config, "N", default=256, bounds=(64, 1000), step=8)
@@ -41,11 +45,7 @@ class Dashboard(MethodViewer):
     update = field_param(Config, "update")
     seed = field_param(Config, "seed", bounds=(0, 10_000))
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._clip_alpha()
-
-    @param.depends("n", "N", watch=True)
+    @param.depends("n", "N", watch=True, on_init=True)
     def _clip_alpha(self):
         hi = alpha_max(self.n, self.N)
         self.param.alpha.bounds = (hi / 150, hi)
@@ -81,15 +81,8 @@ class Dashboard(MethodViewer):
             f"**{edge_th:.2f}** (NaN: none; for n >= 3 above the critical load every start decays)."
         )
 
-    def __panel__(self):
-        widgets = self.widgets(
-            VIEW_PARAMS,
-            n=pn.widgets.RadioButtonGroup,
-            update=pn.widgets.RadioButtonGroup,
-            alpha={"type": pn.widgets.FloatSlider, "format": "0.000"},
-        )
-        return self.layout(sidebar=[widgets],
-                           main=[self.summary, pn.Row(self.trajectories, self.convergence), self.basin])
+    def main(self) -> list:
+        return [self.summary, pn.Row(self.trajectories, self.convergence), self.basin]
 
 
 def app():

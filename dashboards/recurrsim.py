@@ -1,8 +1,9 @@
 """RecurrSim dashboard: slide the recurrent depth K of a neural PDE simulator, watch its rollout against the solver.
 
 Weights come from the method's cache (``data/recurrsim/``); a model that is not there yet is trained in the
-background on first use, with a progress bar (:class:`dashboards.viewer.MethodViewer`). The widgets' ranges come
-from the method's Config: the equations it offers, the profile's test trajectories, rollout frames and depths K.
+background on first use, with a progress bar (a preparation of :class:`dashboards.panels.MethodPanel`). The widgets'
+ranges come from the method's Config: the equations it offers, the profile's test trajectories, rollout frames and
+depths K.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import numpy as np
 import panel as pn
 import param
 
-from dashboards.viewer import MethodViewer, field_param
+from dashboards.panels import MethodPanel, field_param, preparation, view
 from lab.config import field_specs
 from lab.methods.recurrsim import Config, live, plots
 
 METHOD = "recurrsim"
 TITLE = "RecurrSim: test-time depth K of a neural PDE simulator"
+DESCRIPTION = "Slide the recurrent depth K of a neural PDE simulator; rollouts against the solver"
 
 _SPECS = field_specs(Config)
 _QUICK = Config()
@@ -26,7 +28,7 @@ EQUATION_LABELS = {"burgers": "Burgers", "kdv": "KdV", "ks": "Kuramoto-Sivashins
 MODEL_LABELS = {plots.MODEL_STYLE[m]["label"]: m for m in live.MODELS}
 
 
-class Dashboard(MethodViewer):
+class Dashboard(MethodPanel):
     """Pick an equation, an initial condition and a model; slide K; play the rollout against the solver."""
 
     method = METHOD
@@ -34,6 +36,10 @@ class Dashboard(MethodViewer):
     intro = ("### RecurrSim\nOne step of the simulator: c = E(u), z_k = R(α⊙c + β⊙z_(k-1)) for k = 1..K, "
              "u' = u + D(z_K). Trained with a random K per batch (Poisson-log-normal), so the same weights run at "
              "any K: more iterations, more cost, a more accurate step.")
+    controls = ("equation", "model", "ic", "K", "rollout_steps", "profile")
+    widget_options = {"K": {"type": pn.widgets.IntSlider, "css_classes": ["recurrsim-k"]},
+                      "ic": {"type": pn.widgets.IntSlider, "name": "initial condition"},
+                      "profile": pn.widgets.RadioButtonGroup}
 
     equation = param.Selector(default=_QUICK.equations[0],
                               objects={EQUATION_LABELS.get(e, e): e for e in _SPECS["equations"].choices},
@@ -54,21 +60,16 @@ class Dashboard(MethodViewer):
         self._fit_bounds()
 
     # -- preparation: the chosen model, loaded from the cache or trained in the background ---------------------------
-    def prep_params(self) -> tuple[str, ...]:
-        return ("profile", "equation", "model")
-
-    def is_prepared(self) -> bool:
-        return live.is_ready(self.config, self.equation, self.model)
-
-    def prepare(self, report) -> None:
-        cfg, equation, model = self.config, self.equation, self.model
+    @preparation(on=("profile", "equation", "model"), label="the model",
+                 cached=lambda s: live.is_ready(Config.from_profile(s.profile), s.equation, s.model),
+                 describe=lambda s, info: (f"**Training** {plots.MODEL_STYLE[s.model]['label']} on {s.equation}: "
+                                           f"step {int(info['done'])} / {int(info['total'])}, loss "
+                                           f"{info.get('loss', float('nan')):.3g} (first use; cached afterwards)"))
+    def trained(self, s, report) -> None:
+        cfg = self.config_of(s.profile)
         report(0, cfg.iterations)
-        live.test_trajectories(cfg, equation)
-        live.trained(cfg, equation, model, callback=lambda i, n, loss: report(i, n, loss=float(loss)))
-
-    def describe_progress(self, info: dict) -> str:
-        return (f"**Training** {plots.MODEL_STYLE[self.model]['label']} on {self.equation}: step {int(info['done'])} "
-                f"/ {int(info['total'])}, loss {info.get('loss', float('nan')):.3g} (first use; cached afterwards)")
+        live.test_trajectories(cfg, s.equation)
+        live.trained(cfg, s.equation, s.model, callback=lambda i, n, loss: report(i, n, loss=float(loss)))
 
     @param.depends("profile", watch=True)
     def _fit_bounds(self) -> None:
@@ -88,16 +89,15 @@ class Dashboard(MethodViewer):
             self._player.end = self.rollout_steps
         self.frame = min(self.frame, self.rollout_steps)
 
-    # -- computations ---------------------------------------------------------------------------------------------
+    # -- computations ------------------------------------------------------------------------------------------------
     def _sim(self):
         return live.simulate(self.config, self.equation, self.ic, self.K, self.model, self.rollout_steps)
 
     def _sweep(self):
         return live.depth_sweep(self.config, self.equation, self.ic, self.model, steps=self.rollout_steps)
 
-    # -- views ----------------------------------------------------------------------------------------------------
-    @param.depends("equation", "model", "profile", "ic", "K", "rollout_steps", "version")
-    @MethodViewer.when_ready
+    # -- views -------------------------------------------------------------------------------------------------------
+    @view("equation", "model", "profile", "ic", "K", "rollout_steps", needs="trained")
     def summary(self):
         sim, sweep, cfg = self._sim(), self._sweep(), self.config
         tau = live.correlation_horizon(sim.correlation.values[None], cfg.alphas).mean()
@@ -109,14 +109,13 @@ class Dashboard(MethodViewer):
             sizing_mode="stretch_width",
         )
 
-    @param.depends("equation", "model", "profile", "ic", "K", "rollout_steps", "version")
-    @MethodViewer.when_ready
+    @view("equation", "model", "profile", "ic", "K", "rollout_steps", needs="trained")
     def side_by_side(self):
         sim = self._sim()
         plot = plots.rollout_spacetime(sim) if sim.truth.ndim == 2 else plots.rollout_final_fields(sim)
         return pn.Row(*(pn.pane.HoloViews(p) for p in plot))  # one pane per panel: bokeh grids squash in Rows
 
-    @param.depends("frame", "K", "ic", "rollout_steps", "version")
+    @param.depends("frame", "K", "ic", "rollout_steps", "trained")
     def _line_frame(self):
         if not self.ready:
             return hv.Overlay([hv.Curve([], "x", "u"), hv.Curve([], "x", "u")])
@@ -125,16 +124,15 @@ class Dashboard(MethodViewer):
         return plots.rollout_frame(sim, self.frame, ylim=(-lim, lim))
 
     def _field_frame(self, which: str):
-        @param.depends(self.param.frame, self.param.K, self.param.ic, self.param.rollout_steps, self.param.version)
-        def view(frame, K, ic, steps, version):
+        @param.depends(self.param.frame, self.param.K, self.param.ic, self.param.rollout_steps, self.param.trained)
+        def field(frame, K, ic, steps, version):
             if not self.ready:
                 return hv.Image(np.zeros((2, 2)), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["vorticity"])
             return plots.rollout_frame(self._sim(), frame)[0 if which == "truth" else 1]
 
-        return hv.DynamicMap(view)
+        return hv.DynamicMap(field)
 
-    @param.depends("equation", "model", "profile", "version")
-    @MethodViewer.when_ready
+    @view("equation", "model", "profile", needs="trained")
     def animation(self):
         if live.dims_of(self.equation) == 1:
             return pn.pane.HoloViews(hv.DynamicMap(self._line_frame))
@@ -144,27 +142,18 @@ class Dashboard(MethodViewer):
     def _frame_marker(self):
         return hv.VLine(float(self.frame)).opts(color="gray", line_dash="dotted")
 
-    @param.depends("equation", "model", "profile", "ic", "K", "rollout_steps", "version")
-    @MethodViewer.when_ready
+    @view("equation", "model", "profile", "ic", "K", "rollout_steps", needs="trained")
     def error_over_time(self):
         return pn.pane.HoloViews(plots.rollout_error(self._sim(), marker=hv.DynamicMap(self._frame_marker)))
 
-    @param.depends("equation", "model", "profile", "ic", "K", "rollout_steps", "version")
-    @MethodViewer.when_ready
+    @view("equation", "model", "profile", "ic", "K", "rollout_steps", needs="trained")
     def error_and_cost(self):
         p = plots.sweep_error_cost(self._sweep(), self.K, self._sim().attrs["nrmse"])
         return pn.Row(*(pn.pane.HoloViews(x) for x in p))
 
-    def __panel__(self):
-        widgets = self.widgets(
-            ["equation", "model", "ic", "K", "rollout_steps", "profile"],
-            K={"type": pn.widgets.IntSlider, "css_classes": ["recurrsim-k"]},
-            ic={"type": pn.widgets.IntSlider, "name": "initial condition"},
-            profile=pn.widgets.RadioButtonGroup,
-        )
-        main = [self.summary, self.side_by_side, self._player, self.animation,
+    def main(self) -> list:
+        return [self.summary, self.side_by_side, self._player, self.animation,
                 pn.Row(self.error_over_time, self.error_and_cost)]
-        return self.layout(sidebar=[widgets], main=main)
 
 
 def app():

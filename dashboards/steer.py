@@ -5,25 +5,28 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboards.viewer import MethodViewer, field_param
+from dashboards.panels import MethodPanel, field_param, preparation, view
 from lab.methods.steer import live, plots
 from lab.methods.steer.config import Config
 
 METHOD = "steer"
 TITLE = "STEER: plasticity rules under long-term stimulation"
+DESCRIPTION = "STEER's plasticity coefficients under an unseen stimulation; the inferred update law"
 
 #: schedules offered after training (the training schedule is 'random')
 PATTERNS = ["periodic", "ramp", "burst", "constant", "silent", "random"]
-VIEW_PARAMS = ("benchmark", "pattern", "amplitude", "period", "start", "session", "seed", "profile", "version")
+VIEW_PARAMS = ("benchmark", "pattern", "amplitude", "period", "start", "session", "seed", "profile")
 
 
-class Dashboard(MethodViewer):
+class Dashboard(MethodPanel):
     """Choose a benchmark and an unseen stimulation schedule; see what STEER infers and predicts."""
 
     method = METHOD
     title = "STEER: plasticity under stimulation"
     intro = ("### STEER\nFast dynamics x' = x + dt(-x + W_k φ(x) + B u), W_k = W_0 + Σ c_k,r m_r n_rᵀ; slow law "
              "c_{k+1} = g(c_k, ū_k) written over the library [1, c, ū, c·ū, c²].")
+    controls = ("benchmark", "pattern", "amplitude", "period", "start", "session", "profile", "seed")
+    widget_options = {"session": {"type": pn.widgets.IntSlider}, "amplitude": {"type": pn.widgets.FloatSlider}}
 
     benchmark = param.Selector(default="lowrank_linear", objects=list(live.BENCHMARKS),
                                doc="Benchmark with known truth (lab.datasets.plasticity).")
@@ -35,28 +38,19 @@ class Dashboard(MethodViewer):
     session = param.Integer(default=0, bounds=(0, 1), doc="Session whose connectivity and activity are shown.")
     seed = field_param(Config, "seed", bounds=(0, 1000))
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._bounds()
-
-    # -- preparation: the fit of the chosen benchmark (seconds at ci, longer at quick; then cached) ----------------
-    def prep_params(self) -> tuple[str, ...]:
-        return ("profile", "benchmark", "seed")
+    # -- preparation: the fit of the chosen benchmark (seconds at ci, longer at quick; then cached) ------------------
+    @preparation(on=("profile", "benchmark", "seed"), label="STEER's fit",
+                 cached=lambda s: live.fitted_model.cached(s.benchmark, Config.from_profile(s.profile, seed=s.seed),
+                                                           None),
+                 message="**Fitting STEER** on {benchmark} (first use; cached on disk afterwards)...")
+    def fit(self, s, report) -> None:
+        live.fitted_model(s.benchmark, Config.from_profile(s.profile, seed=s.seed), None)
+        report(1)
 
     def fit_config(self) -> Config:
         return Config.from_profile(self.profile, seed=self.seed)
 
-    def is_prepared(self) -> bool:
-        return live.fitted_model.cached(self.benchmark, self.fit_config(), None)
-
-    def prepare(self, report) -> None:
-        live.fitted_model(self.benchmark, self.fit_config(), None)
-        report(1)
-
-    def describe_progress(self, info: dict) -> str:
-        return f"**Fitting STEER** on {self.benchmark} (first use; cached on disk afterwards)..."
-
-    @param.depends("profile", watch=True)
+    @param.depends("profile", watch=True, on_init=True)
     def _bounds(self):
         cfg = self.fit_config()
         last = cfg.K_train + cfg.K_test - 1
@@ -72,37 +66,28 @@ class Dashboard(MethodViewer):
                             seed=self.seed)
 
     # one HoloViews element per pane: replacing a pane that holds an hv.Layout stalls the page's updates
-    @param.depends(*VIEW_PARAMS)
-    @MethodViewer.when_ready
+    @view(*VIEW_PARAMS, needs="fit")
     def coefficients(self):
         ex = self.result()
         return pn.Column(pn.pane.HoloViews(plots.explore_coefficients(ex)),
                          pn.pane.HoloViews(plots.explore_schedule(ex)))
 
-    @param.depends(*VIEW_PARAMS)
-    @MethodViewer.when_ready
+    @view(*VIEW_PARAMS, needs="fit")
     def connectivity(self):
         ex = self.result()
         return pn.Row(pn.pane.HoloViews(plots.explore_connectivity(ex, "true")),
                       pn.pane.HoloViews(plots.explore_connectivity(ex, "model")))
 
-    @param.depends(*VIEW_PARAMS)
-    @MethodViewer.when_ready
+    @view(*VIEW_PARAMS, needs="fit")
     def activity(self):
         return pn.pane.HoloViews(plots.explore_activity(self.result()))
 
-    @param.depends(*VIEW_PARAMS)
-    @MethodViewer.when_ready
+    @view(*VIEW_PARAMS, needs="fit")
     def equations(self):
         return pn.pane.Markdown(plots.explore_equations(self.result()), sizing_mode="stretch_width")
 
-    def __panel__(self):
-        widgets = self.widgets(
-            ("benchmark", "pattern", "amplitude", "period", "start", "session", "profile", "seed"),
-            session={"type": pn.widgets.IntSlider}, amplitude={"type": pn.widgets.FloatSlider},
-        )
-        return self.layout(sidebar=[widgets],
-                           main=[self.equations, self.coefficients, self.connectivity, self.activity])
+    def main(self) -> list:
+        return [self.equations, self.coefficients, self.connectivity, self.activity]
 
 
 def app():

@@ -1,12 +1,14 @@
 """The agents dashboard: RATE's agent and the profile's success curves are prepared in the background (then
-cached), LWAIL's agent in a second job; in headless Chromium the page loads cleanly, the rollout, the valve's
-attention and the maps render, and choosing another agent changes the rollout shown."""
+cached; two named preparations of RATE's panel), LWAIL's agent in its own panel's; in headless Chromium the page
+loads cleanly, the rollout, the valve's attention and the maps render, and choosing another agent changes the
+rollout shown."""
 
 import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.waiting import errors, settle
 
 
 @pytest.fixture
@@ -29,28 +31,30 @@ def test_agents_are_prepared_in_the_background_then_the_views_follow_the_choice(
     from dashboards.agents import Dashboard
 
     board = Dashboard()
-    assert board.profile == "ci" and board.variant == "rate"
-    assert "waiting" in board.summary().object  # a placeholder while the agent trains
+    rate, lwail = board.panels["rate"], board.panels["lwail"]
+    assert board.profile == "ci" and rate.variant == "rate"
+    assert "waiting" in rate.summary().object  # a placeholder while the agent trains
     deadline = time.time() + 600
-    wait_for_job(board.job, deadline)
-    assert board.ready and not board.job.error, board.job.error
-    assert "clue" in board.summary().object
-    assert _title(board.path().object).startswith("RATE, corridor of 30 steps")
-    board.corridor_length = 90
-    assert "corridor of 90 steps" in _title(board.path().object)
-    memory = board.memory()  # a row: the attention at every boundary, the last boundary's matrix
+    settle(rate, deadline, "agent")
+    assert rate.preparations["agent"].ready and not errors(rate), errors(rate)
+    assert "clue" in rate.summary().object
+    assert _title(rate.path().object).startswith("RATE, corridor of 30 steps")
+    rate.corridor_length = 90
+    assert "corridor of 90 steps" in _title(rate.path().object)
+    memory = rate.memory()  # a row: the attention at every boundary, the last boundary's matrix
     assert "segment boundar" in _title(memory[0].object)  # the valve's attention at every boundary
-    success = _title(board.success().object)
+    settle(rate, deadline, "curves")
+    success = _title(rate.success().object)
     assert success, "the success curve has a title"
-    board.variant = "dt_short"  # a new agent: placeholders again until it is trained
-    assert not board.ready
-    wait_for_job(board.job, deadline)
-    assert board.ready and "no memory valve" in board.memory().object
-    wait_for_job(board.lwail_job, deadline)
-    assert not board.lwail_job.error, board.lwail_job.error
-    row = board.lwail_path()
+    rate.variant = "dt_short"  # a new agent: placeholders again until it is trained
+    assert not rate.ready and "waiting" in rate.summary().object
+    settle(rate, deadline)
+    assert rate.ready and "no memory valve" in rate.memory().object
+    settle(lwail, deadline)
+    assert not errors(lwail), errors(lwail)
+    row = lwail.path()
     assert len(row) == 2  # the rollout over the maze and the φ-distance map
-    assert board.lwail_reward().object is not None
+    assert lwail.reward().object is not None
 
 
 @pytest.mark.browser
@@ -70,5 +74,5 @@ def test_agents_loads_and_a_longer_corridor_changes_the_rollout(page, serve_app,
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes('corridor of 31 steps'))",
                            timeout=60_000)
     assert plot_titles(page) != before
-    errors = [e for e in page.console_errors if "favicon" not in e]
-    assert errors == [], errors
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.waiting import errors, settle
 
 
 @pytest.fixture
@@ -21,21 +22,20 @@ def test_constructions_answer_at_once_and_trained_classes_are_prepared(ci_models
     from dashboards.expressiveness import Dashboard
 
     board = Dashboard()
-    assert board.ready and board.model == "lti_rotation"
-    assert "never fails" in board.summary().object  # the rotation recognises (aa)* at every length
-    board.length = 500
-    assert "500 letters" in board.summary().object
-    assert "gate01" in board.param.model.objects
-    board.model = "gate01"  # a trained class: a placeholder until its training has finished
-    deadline = time.time() + 300
-    while board.job.running and time.time() < deadline:
-        time.sleep(0.2)
-        board.job._poll()
-    assert board.ready and not board.job.error
-    assert "trained" in board.summary().object
-    board.language = "anbncn"
-    assert board.model in board.param.model.objects
-    assert board.counter().object is not None and board.stack().object is not None
+    ltl, psm = board.panels["ssm_ltl"], board.panels["psm"]
+    assert board.ready and ltl.model == "lti_rotation"
+    assert "never fails" in ltl.summary().object  # the rotation recognises (aa)* at every length
+    ltl.length = 500
+    assert "500 letters" in ltl.summary().object
+    assert "gate01" in ltl.param.model.objects
+    ltl.model = "gate01"  # a trained class: a placeholder until its training has finished
+    assert "waiting" in ltl.summary().object
+    settle(board, time.time() + 300)
+    assert board.ready and not errors(board)
+    assert "trained" in ltl.summary().object
+    ltl.language = "anbncn"
+    assert ltl.model in ltl.param.model.objects
+    assert psm.counter().object is not None and psm.stack().object is not None
 
 
 @pytest.mark.browser
@@ -57,5 +57,5 @@ def test_expressiveness_loads_and_the_length_slider_changes_the_plots(page, serv
         page.wait_for_timeout(250)
         after = plot_titles(page)
     assert after != before, before
-    errors = [e for e in page.console_errors if "favicon" not in e]
-    assert errors == [], errors
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

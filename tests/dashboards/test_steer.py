@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.waiting import errors, settle
 
 
 @pytest.fixture
@@ -24,17 +25,13 @@ def test_the_fit_is_prepared_in_the_background_then_the_views_show(ci_fits):
     assert board.profile == "ci"
     assert not board.ready and "waiting" in board.equations().object  # a placeholder while the fit runs
     deadline = time.time() + 300
-    while board.job.running and time.time() < deadline:
-        time.sleep(0.2)
-        board.job._poll()  # what the served page's periodic callback does
-    assert board.ready and not board.job.error
+    settle(board, deadline)
+    assert board.ready and not errors(board)
     assert "Inferred update equation" in board.equations().object
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt"))
     board.benchmark = "lorenz"  # a new benchmark needs a new fit: placeholders again until it is ready
     assert not board.ready
-    while board.job.running and time.time() < deadline:  # leave no fit running into the next test
-        time.sleep(0.2)
-        board.job._poll()
+    settle(board, deadline)  # leave no fit running into the next test
     assert board.ready and "Δrho" in board.equations().object
 
 
@@ -68,5 +65,5 @@ def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, c
     assert after != before
     assert any(t == f"true W, session {last - 2}" for t in after), after
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt")), "the fit was not cached on disk"
-    errors = [e for e in page.console_errors if "favicon" not in e]
-    assert errors == [], errors
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

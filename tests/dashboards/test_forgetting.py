@@ -1,12 +1,13 @@
-"""The unlearning dashboard: REM's grid is computed in the background (then cached), WSC's accuracy matrix in a
-second job and QGPM's runs in a third; in headless Chromium the page loads cleanly, the heat maps render and choosing
-another corruption changes the cell shown."""
+"""The forgetting dashboard: REM's grid and a cell's REM model are computed in the background (then cached), QGPM's
+runs and WSC's accuracy matrix in their own panels' preparations; in headless Chromium the page loads cleanly, the
+heat maps render and choosing another corruption changes the cell shown."""
 
 import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.waiting import errors, settle
 
 
 @pytest.fixture
@@ -28,37 +29,39 @@ def _title(pane):
 
 
 def test_grid_is_prepared_in_the_background_then_the_views_follow_the_cell(ci_grid):
-    from dashboards.unlearning import Dashboard
+    from dashboards.forgetting import Dashboard
 
     board = Dashboard()
-    assert board.profile == "ci" and board.corruption == "backdoor" and board.rate == 0.5
-    assert "waiting" in board.cell().object
+    rem, qgpm, wsc = (board.panels[slug] for slug in ("rem", "qgpm", "wsc"))
+    assert board.profile == "ci" and rem.corruption == "backdoor" and rem.rate == 0.5
+    assert "waiting" in rem.cell().object
     deadline = time.time() + 300
-    wait_for_job(board.job, deadline)
-    assert board.ready and not board.job.error, board.job.error
+    settle(rem, deadline, "grid")
+    assert rem.preparations["grid"].ready and not errors(rem), errors(rem)
     assert list(ci_grid.glob("rem-grid-*.nc"))  # the grid is on disk
-    row = board.cell()
+    row = rem.cell()
     assert _title(row[0]).startswith("backdoor, discovery 0.5")
-    board.corruption, board.rate = "random", 1.0
-    assert _title(board.cell()[0]).startswith("random, discovery 1")
-    redirected = board.redirected()
-    assert "random at 1" in _title(redirected)
-    grids = board.grids().object
+    rem.corruption, rem.rate = "random", 1.0
+    assert _title(rem.cell()[0]).startswith("random, discovery 1")
+    assert "waiting" in rem.redirected().object  # the cell's REM model trains in the background, not in the view
+    settle(rem, deadline)
+    assert "random at 1" in _title(rem.redirected())
+    grids = rem.grids().object
     assert len(grids) == 7  # every method but the second REM run
-    wait_for_job(board.wsc_job, deadline)
-    assert not board.wsc_job.error, board.wsc_job.error
-    assert _title(board.wsc()).startswith("WSC wsc: accuracy matrix")
-    board.wsc_variant = "replay"
-    wait_for_job(board.wsc_job, deadline)
-    assert _title(board.wsc()).startswith("WSC replay")
-    wait_for_job(board.qgpm_job, deadline)
-    assert not board.qgpm_job.error, board.qgpm_job.error
-    assert _title(board.qgpm()[0]).startswith("QGPM ")
+    settle(wsc, deadline)
+    assert not errors(wsc), errors(wsc)
+    assert _title(wsc.matrix()).startswith("WSC wsc: accuracy matrix")
+    wsc.variant = "replay"
+    settle(wsc, deadline)
+    assert _title(wsc.matrix()).startswith("WSC replay")
+    settle(qgpm, deadline)
+    assert not errors(qgpm), errors(qgpm)
+    assert _title(qgpm.matrix()[0]).startswith("QGPM ")
 
 
 @pytest.mark.browser
-def test_unlearning_loads_and_the_corruption_select_changes_the_cell(page, serve_app, ci_grid):
-    url = serve_app("unlearning")
+def test_forgetting_loads_and_the_corruption_select_changes_the_cell(page, serve_app, ci_grid):
+    url = serve_app("forgetting")
     page.goto(url, wait_until="networkidle", timeout=120_000)
     wait_for_bokeh(page)
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('backdoor, discovery 0.5'))",
@@ -78,5 +81,5 @@ def test_unlearning_loads_and_the_corruption_select_changes_the_cell(page, serve
     after = plot_titles(page)
     assert after != before
     assert not any(t.startswith("random, discovery") for t in before), before
-    errors = [e for e in page.console_errors if "favicon" not in e]
-    assert errors == [], errors
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

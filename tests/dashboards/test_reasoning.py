@@ -1,11 +1,13 @@
-"""The tools dashboard: the two models are prepared in the background (then cached), and in headless Chromium the
-page loads cleanly, the tape and digit plots render and moving the step slider changes the tape shown."""
+"""The reasoning dashboard: the tool-use panel's two models and ChainGPT's model are prepared in the background (then
+cached), and in headless Chromium the page loads cleanly, the tape and digit plots render and moving the step slider
+changes the tape shown."""
 
 import time
 
 import pytest
 
-from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_job
+from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.waiting import errors, settle
 
 
 @pytest.fixture
@@ -20,47 +22,43 @@ def ci_models(monkeypatch, tmp_path):
 
 
 def test_models_are_prepared_in_the_background_then_the_views_show(ci_models):
-    from dashboards.tools import Dashboard
+    from dashboards.reasoning import Dashboard
 
     board = Dashboard()
+    tools = board.panels["tool_ssm"]
     assert board.profile == "ci"
-    assert "waiting" in board.summary().object  # a placeholder while the models train
+    assert "waiting" in tools.summary().object  # a placeholder while the models train
     deadline = time.time() + 300
-    wait_for_job(board.job, deadline)
-    assert board.ready and not board.job.error
-    assert "20-digit add" in board.summary().object
-    last = board.param.step.bounds[1]
-    assert board.step == last and last > 42  # the 42-token question and at least one model token
-    board.step = 3
-    assert "step 3:" in board.tape().object.opts.get().kwargs["title"]
+    settle(board, deadline)
+    assert board.ready and not errors(board), errors(board)
+    assert "20-digit add" in tools.summary().object
+    last = tools.param.step.bounds[1]
+    assert tools.step == last and last > 42  # the 42-token question and at least one model token
+    tools.step = 3
+    assert "step 3:" in tools.tape().object.opts.get().kwargs["title"]
     assert len(list((ci_models / "tool_ssm").glob("add-mamba-*.pt"))) == 2  # with and without the tool, on disk
-    board.model = "gru"  # a new model needs new training: placeholders again until it is ready
-    assert not board.ready
-    wait_for_job(board.job, deadline)
-    assert board.ready and "gru" in board.summary().object
+    tools.model = "gru"  # a new model needs new training: placeholders again until it is ready
+    assert not tools.ready
+    settle(board, deadline)
+    assert tools.ready and "gru" in tools.summary().object
 
 
 def test_chaingpt_iterations_per_token(ci_models):
-    from dashboards.tools import Dashboard
+    from dashboards.reasoning import ChainPanel
 
-    board = Dashboard()
-    deadline = time.time() + 300
-    while board.chain_job.running and time.time() < deadline:
-        time.sleep(0.2)
-        board.chain_job._poll()
-    assert not board.chain_job.error, board.chain_job.error
-    pane = board.chain()
-    title = pane.object.opts.get().kwargs["title"]
-    assert title.startswith("iterations per token") and f"length {board.chain_length}" in title
-    board.chain_tau = 0.0  # never stop early: every token takes the maximum depth
-    assert "mean 3.00 of 3" in board.chain().object.opts.get().kwargs["title"] or "τ = 0" in \
-        board.chain().object.opts.get().kwargs["title"]
-    wait_for_job(board.job, deadline)
+    chain = ChainPanel()
+    settle(chain, time.time() + 300)
+    assert not errors(chain), errors(chain)
+    title = chain.iterations().object.opts.get().kwargs["title"]
+    assert title.startswith("iterations per token") and f"length {chain.length}" in title
+    chain.tau = 0.0  # never stop early: every token takes the maximum depth
+    title = chain.iterations().object.opts.get().kwargs["title"]
+    assert "mean 3.00 of 3" in title or "τ = 0" in title
 
 
 @pytest.mark.browser
-def test_tools_loads_and_the_step_slider_changes_the_tape(page, serve_app, ci_models):
-    url = serve_app("tools")
+def test_reasoning_loads_and_the_step_slider_changes_the_tape(page, serve_app, ci_models):
+    url = serve_app("reasoning")
     page.goto(url, wait_until="networkidle", timeout=120_000)
     wait_for_bokeh(page)
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('step '))", timeout=120_000)
@@ -84,5 +82,5 @@ def test_tools_loads_and_the_step_slider_changes_the_tape(page, serve_app, ci_mo
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('step {last - 2}:'))", timeout=60_000)
     after = plot_titles(page)
     assert after != before
-    errors = [e for e in page.console_errors if "favicon" not in e]
-    assert errors == [], errors
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

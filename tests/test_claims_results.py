@@ -250,3 +250,18 @@ def test_measure_builders_read_per_seed_values_and_write_their_detail():
     assert s.value == pytest.approx(2 / 3) and "on 2 of 3 seeds" in s.detail
     both_tau = Pick("acc", "ours, both τ", sel={"model": "ours"})
     assert value(both_tau)(ds).per_seed == (80.5, 90.5, 85.5)  # the dims left but seed are averaged
+
+
+def test_pick_takes_the_best_variant_and_builders_append_a_note():
+    import xarray as xr
+
+    from lab.claims import Pick, difference
+
+    ds = xr.Dataset({"acc": (("seed", "model"), np.array([[70.0, 60, 65], [80, 50, 85]]))},
+                    coords={"seed": [0, 1], "model": ["ours", "gru", "dt"]})
+    ours = Pick("acc", "ours", sel={"model": "ours"})
+    best = Pick("acc", "strongest baseline", sel={"model": ["gru", "dt"]}, reduce="max")
+    m = difference(ours, best, note=lambda d: f"{d.sizes['model'] - 1} baselines")(ds)
+    assert m.per_seed == (5.0, -5.0) and m.detail.endswith("; 2 baselines")
+    with pytest.raises(ValueError, match="reduce='median' is not allowed"):
+        Pick("acc", "x", reduce="median")

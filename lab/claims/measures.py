@@ -73,6 +73,8 @@ class Pick:
         label: what it is, in a few words, for the detail text (e.g. "CompreSSM").
         sel, isel: the selection by coordinate label and by index.
         unit: appended to the values in the detail text (e.g. "%").
+        reduce: how the dimensions left but ``seed`` become one value per seed: ``mean`` (default), ``max`` (the
+            best of several variants, e.g. the strongest baseline) or ``min`` (the worst).
     """
 
     var: str
@@ -80,6 +82,11 @@ class Pick:
     sel: Any = None
     isel: Any = None
     unit: str = ""
+    reduce: str = "mean"
+
+    def __post_init__(self) -> None:
+        if self.reduce not in ("mean", "max", "min"):
+            raise ValueError(f"Pick {self.label!r}: reduce={self.reduce!r} is not allowed; allowed: mean, max, min")
 
     def values(self, ds: Any) -> np.ndarray:
         """The per-seed values (one value when the variable has no ``seed`` dimension)."""
@@ -94,11 +101,16 @@ class Pick:
             da = da.sel(resolve(self.sel))
         rest = [d for d in da.dims if d != "seed"]
         if rest:
-            da = da.mean(rest)
+            da = getattr(da, self.reduce)(rest, skipna=False)
         return np.atleast_1d(np.asarray(da.values, dtype=float))
 
     def text(self, values: np.ndarray) -> str:
         return f"{self.label} {_fmt(float(np.mean(values)))}{self.unit}"
+
+
+def _noted(text: str, note: Any, ds: Any) -> str:
+    """``text`` with the claim's own note (a function of the Dataset) appended."""
+    return f"{text}; {note(ds)}" if note is not None else text
 
 
 def _seeds_text(n: int, statistic: str) -> str:
@@ -106,19 +118,22 @@ def _seeds_text(n: int, statistic: str) -> str:
     return f"{what} over {n} seed{'s' if n != 1 else ''}"
 
 
-def difference(a: Pick, b: Pick, *, statistic: str = "mean", what: str = ""):
-    """A measure: ``a`` minus ``b`` on each seed, summarised by ``statistic`` (mean, min or max)."""
+def difference(a: Pick, b: Pick, *, statistic: str = "mean", what: str = "", note: Any = None):
+    """A measure: ``a`` minus ``b`` on each seed, summarised by ``statistic`` (mean, min or max).
+
+    ``what`` prefixes the detail text; ``note`` (Dataset -> str) appends the claim's own context to it (a reference
+    value, a length, a parameter count). The other builders take the same two."""
 
     def measure(ds: Any) -> Measurement:
         va, vb = a.values(ds), b.values(ds)
         prefix = f"{what}: " if what else ""
-        return over_seeds(va - vb, statistic,
-                          f"{prefix}{a.text(va)} vs {b.text(vb)}, {_seeds_text(len(va - vb), statistic)}")
+        return over_seeds(va - vb, statistic, _noted(
+            f"{prefix}{a.text(va)} vs {b.text(vb)}, {_seeds_text(len(va - vb), statistic)}", note, ds))
 
     return measure
 
 
-def ratio(a: Pick, b: Pick, *, statistic: str = "mean", what: str = ""):
+def ratio(a: Pick, b: Pick, *, statistic: str = "mean", what: str = "", note: Any = None):
     """A measure: ``a`` divided by ``b`` on each seed, summarised by ``statistic`` (mean, min or max)."""
 
     def measure(ds: Any) -> Measurement:
@@ -126,12 +141,13 @@ def ratio(a: Pick, b: Pick, *, statistic: str = "mean", what: str = ""):
         prefix = f"{what}: " if what else ""
         with np.errstate(divide="ignore", invalid="ignore"):
             r = va / vb
-        return over_seeds(r, statistic, f"{prefix}{a.text(va)} / {b.text(vb)}, {_seeds_text(len(r), statistic)}")
+        return over_seeds(r, statistic, _noted(
+            f"{prefix}{a.text(va)} / {b.text(vb)}, {_seeds_text(len(r), statistic)}", note, ds))
 
     return measure
 
 
-def share(a: Pick, b: Pick, *, margin: float = 0.0, what: str = ""):
+def share(a: Pick, b: Pick, *, margin: float = 0.0, what: str = "", note: Any = None):
     """A measure (unit :data:`SEED_SHARE_UNIT`): the share of seeds on which ``a`` exceeds ``b`` by more than
     ``margin``."""
 
@@ -140,20 +156,20 @@ def share(a: Pick, b: Pick, *, margin: float = 0.0, what: str = ""):
         wins = (va - vb) > margin
         prefix = f"{what}: " if what else ""
         by = f" by more than {_fmt(margin)}{a.unit}" if margin else ""
-        return seed_share(wins, f"{prefix}{a.label} above {b.label}{by} on {int(wins.sum())} of {len(wins)} "
-                                f"seeds ({a.text(va)} vs {b.text(vb)}, mean)")
+        return seed_share(wins, _noted(f"{prefix}{a.label} above {b.label}{by} on {int(wins.sum())} of "
+                                       f"{len(wins)} seeds ({a.text(va)} vs {b.text(vb)}, mean)", note, ds))
 
     return measure
 
 
-def value(a: Pick, *, statistic: str = "mean", what: str = ""):
+def value(a: Pick, *, statistic: str = "mean", what: str = "", note: Any = None):
     """A measure: ``a`` on each seed, summarised by ``statistic`` (mean, min or max)."""
 
     def measure(ds: Any) -> Measurement:
         va = a.values(ds)
         prefix = f"{what}: " if what else ""
         stat = float({"mean": np.mean, "min": np.min, "max": np.max}[statistic](va)) if va.size else math.nan
-        return over_seeds(va, statistic, f"{prefix}{a.label} {_fmt(stat)}{a.unit}, "
-                                         f"{_seeds_text(len(va), statistic)}")
+        return over_seeds(va, statistic, _noted(f"{prefix}{a.label} {_fmt(stat)}{a.unit}, "
+                                                f"{_seeds_text(len(va), statistic)}", note, ds))
 
     return measure

@@ -60,7 +60,8 @@ class Var:
         dims: its dimensions, in order (``()`` for a scalar).
         long_name: what it is, in words (may hold ``{placeholders}`` filled from :meth:`Schema.new`'s ``context``).
         units: its units (``"1"`` for dimensionless).
-        dtype: ``float`` (default), ``int`` or ``bool``.
+        dtype: ``float`` (default, float64), ``np.float32`` (images, weights stored at their own precision), ``int``
+            or ``bool``.
         missing: None when every cell must be written; else why some cells may stay unwritten (they keep ``fill``).
         fill: the value of unwritten cells (NaN for floats; an int or bool variable with ``missing`` must name one).
     """
@@ -76,9 +77,9 @@ class Var:
     def __post_init__(self) -> None:
         if isinstance(self.dims, str):
             raise TypeError(f"Var {self.name!r}: dims must be a tuple of names, got the string {self.dims!r}")
-        if self.dtype not in (float, int, bool):
-            raise TypeError(f"Var {self.name!r}: dtype must be float, int or bool, got {self.dtype!r}")
-        if self.dtype is not float and self.missing is not None and self.fill is None:
+        if self.dtype not in (float, np.float32, int, bool):
+            raise TypeError(f"Var {self.name!r}: dtype must be float, np.float32, int or bool, got {self.dtype!r}")
+        if self.dtype not in (float, np.float32) and self.missing is not None and self.fill is None:
             raise ValueError(f"Var {self.name!r}: an {self.dtype.__name__} variable with missing cells needs a fill "
                              f"value")
 
@@ -86,7 +87,7 @@ class Var:
     def fill_value(self) -> Any:
         if self.fill is not None:
             return self.fill
-        return {float: np.nan, int: 0, bool: False}[self.dtype]
+        return {float: np.nan, np.float32: np.nan, int: 0, bool: False}[self.dtype]
 
 
 class Cells:

@@ -154,9 +154,18 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | Non
 @click.option("--port", default=5006, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--address", default="127.0.0.1", show_default=True, help="Interface to bind (localhost by default).")
 @click.option("--show/--no-show", default=False, help="Open a browser tab.")
-def serve(names: tuple[str, ...], port: int, address: str, show: bool) -> None:
-    """Serve the Panel dashboards (all, or NAMES) with an index page."""
-    from dashboards import APPS, serve_apps
+@click.option("--list", "list_only", is_flag=True, help="List the dashboards, one line each, and exit.")
+def serve(names: tuple[str, ...], port: int, address: str, show: bool, list_only: bool) -> None:
+    """Serve the Panel dashboards (all, or NAMES) with an index page; --list says what each one shows."""
+    from dashboards import APPS, describe_dashboards
+
+    if list_only:
+        infos = describe_dashboards()
+        width = max(len(d.name) for d in infos)
+        for d in infos:
+            click.echo(f"{d.name:<{width}}  {d.description} [{', '.join(d.slugs)}]")
+        return
+    from dashboards import serve_apps
 
     for name in names:
         if name not in APPS:

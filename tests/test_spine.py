@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from lab import registry
 from lab.cli import cli
 runner = CliRunner()
-calls = [["list"], ["--help"], ["run", "--help"], ["serve", "--help"]]
+calls = [["list"], ["--help"], ["run", "--help"], ["serve", "--help"], ["serve", "--list"]]
 calls += [["run", slug, "--fields"] for slug in registry.slugs()]
 for args in calls:
     out = runner.invoke(cli, args)
@@ -33,6 +33,19 @@ def test_listing_help_and_fields_import_no_torch_in_a_fresh_interpreter():
     assert out.returncode == 0, out.stderr[-2000:]
     heavy = out.stdout.strip().splitlines()[-1]
     assert heavy == "HEAVY", f"lab list / --help / run SLUG --fields imported {heavy.split()[-1]}"
+
+
+def test_serve_lists_every_dashboard_on_one_line():
+    from click.testing import CliRunner
+
+    from dashboards import APPS
+    from lab.cli import cli
+
+    out = CliRunner().invoke(cli, ["serve", "--list"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.strip().splitlines()
+    assert [line.split()[0] for line in lines] == list(APPS)
+    assert all(len(line.split(None, 1)[1]) > 20 for line in lines), "every dashboard says what it shows"
 
 
 def _imports(path: Path) -> list[str]:

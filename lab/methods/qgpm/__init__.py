@@ -36,7 +36,7 @@ and position. The paper: on 10-split CIFAR-100, GPM FP32 71.11 ACC at 3.13 MB; 8
 **In this lab.** A bias-free ReLU MLP on permuted sklearn digits (:mod:`lab.datasets.streams`, metrics and training in
 :mod:`lab.core.continual`); :mod:`.model` (sketch, GPM's rule, quantisers, the memory and its projection),
 :mod:`.train` (the runs, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
-``unlearning`` dashboard's accuracy matrix and memory-against-accuracy); notebook ``15_qgpm.ipynb``. The lab's
+``forgetting`` dashboard's accuracy matrix and memory-against-accuracy); notebook ``15_qgpm.ipynb``. The lab's
 trainer steps with AdamW, so each step's *update* is projected (the same as projecting the gradient for SGD).
 """
 

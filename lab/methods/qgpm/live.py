@@ -1,4 +1,4 @@
-"""What a dashboard (``unlearning``) or a notebook computes besides ``run``: one variant's accuracy matrix and the
+"""What a dashboard (``forgetting``) or a notebook computes besides ``run``: one variant's accuracy matrix and the
 memory-against-accuracy table of every variant, for the config's first seed; memoised in the process
 (:func:`lab.cache.memo`), each run cached on disk by :mod:`.train` (the first call trains what is missing: about
 ten seconds a variant at ``quick``).

@@ -1,4 +1,4 @@
-"""HoloViews plots for QGPM results (notebook ``15_qgpm``, the ``unlearning`` dashboard), and the notebook's
+"""HoloViews plots for QGPM results (notebook ``15_qgpm``, the ``forgetting`` dashboard), and the notebook's
 discussion built from the Dataset.
 
 The two builders the dashboard shares take plain inputs: :func:`accuracy_matrix` an ``(after, task)`` DataArray,

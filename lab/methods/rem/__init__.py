@@ -32,7 +32,7 @@ redirection 56.40).
 **In this lab.** :mod:`.corruptions` (random labels, class-pair flips, a backdoor patch; the discovered part),
 :mod:`.model` (the masked MLP, expansion and discarding, example-tied masks, the NPO, GA and REM losses),
 :mod:`.train` (the original model, cached; every method of a cell), :mod:`.experiment` (``run``), :mod:`.claims`,
-:mod:`.plots`, :mod:`.live` (one cell for the ``unlearning`` dashboard); notebook ``17_rem.ipynb``. Data: sklearn
+:mod:`.plots`, :mod:`.live` (one cell for the ``forgetting`` dashboard); notebook ``17_rem.ipynb``. Data: sklearn
 digits (or MNIST-1D) flattened for an MLP, not the paper's CIFAR ResNets.
 """
 

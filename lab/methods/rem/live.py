@@ -1,4 +1,4 @@
-"""What the ``unlearning`` dashboard (and a notebook) calls besides ``run``: the whole grid of a profile, and one
+"""What the ``forgetting`` dashboard (and a notebook) calls besides ``run``: the whole grid of a profile, and one
 cell's REM model looked at closely.
 
 :func:`grid` is the profile's run (cached on disk under ``<data>/`` by its Config, and in memory);

@@ -1,4 +1,4 @@
-"""REM's HoloViews builders (notebook and ``unlearning`` dashboard) and the notebook's discussion."""
+"""REM's HoloViews builders (notebook and ``forgetting`` dashboard) and the notebook's discussion."""
 
 from __future__ import annotations
 

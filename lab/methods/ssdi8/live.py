@@ -1,7 +1,7 @@
-"""What the ssdi8 tab of the ``inr`` dashboard (and a notebook) computes besides ``run``: the trained and quantised
-model of a profile, the perplexity and SSD output error of every quantisation choice, and the values of the SSD's
-activations along an axis for a histogram. Each is memoised in the process (:func:`lab.cache.memo`); the corpus and
-the weights are cached on disk by :mod:`.train`.
+"""What the ssdi8 tab of the ``compact_models`` dashboard (and a notebook) computes besides ``run``: the trained and
+quantised model of a profile, the perplexity and SSD output error of every quantisation choice, and the values of the
+SSD's activations along an axis for a histogram. Each is memoised in the process (:func:`lab.cache.memo`); the
+corpus and the weights are cached on disk by :mod:`.train`.
 
 ``profile`` is a profile name (``ci``, ``quick``, ``full``) or a :class:`Config`.
 """

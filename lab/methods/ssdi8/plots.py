@@ -1,5 +1,5 @@
-"""HoloViews plots for SSDi8 (notebook ``10_ssdi8`` and the ssdi8 tab of the ``inr`` dashboard), and the notebook's
-discussion built from the Dataset."""
+"""HoloViews plots for SSDi8 (notebook ``10_ssdi8`` and the ssdi8 tab of the ``compact_models`` dashboard), and the
+notebook's discussion built from the Dataset."""
 
 from __future__ import annotations
 

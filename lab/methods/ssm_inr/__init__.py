@@ -38,7 +38,7 @@ patch sequence), a ConvNeXt-style encoder and SIREN (a coordinate MLP, which rev
 
 Modules: :mod:`.data` (the data), :mod:`.model` (S3K, pyramids, encoders, decoder, SIREN, budget matching),
 :mod:`.train` (the fits, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
-``inr`` dashboard's computations); notebook ``11_ssm_inr.ipynb``.
+``compact_models`` dashboard's computations); notebook ``11_ssm_inr.ipynb``.
 """
 
 from lab.registry import Method

@@ -1,7 +1,7 @@
-"""What the ``inr`` dashboard (and a notebook) calls besides ``run``: one fitted representation and what it shows,
-and PSNR against size per encoder. Fits are cached on disk by :mod:`.train` (``<data>/ssm_inr/``) and in memory here
-(:func:`lab.cache.memo`); ``profile`` picks the datum's size and the training (``ci``: seconds, ``quick``: the
-notebook's settings).
+"""What the ``compact_models`` dashboard (and a notebook) calls besides ``run``: one fitted representation and what it
+shows, and PSNR against size per encoder. Fits are cached on disk by :mod:`.train` (``<data>/ssm_inr/``) and in
+memory here (:func:`lab.cache.memo`); ``profile`` picks the datum's size and the training (``ci``: seconds, ``quick``:
+the notebook's settings).
 """
 
 from __future__ import annotations

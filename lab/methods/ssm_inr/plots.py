@@ -1,5 +1,5 @@
-"""HoloViews plots of the SSM-INR results (notebook ``11_ssm_inr``, dashboard ``inr``), and the notebook's discussion
-built from the Dataset."""
+"""HoloViews plots of the SSM-INR results (notebook ``11_ssm_inr``, dashboard ``compact_models``), and the notebook's
+discussion built from the Dataset."""
 
 from __future__ import annotations
 

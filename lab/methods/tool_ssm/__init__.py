@@ -24,7 +24,7 @@ must recall ``a_i, b_i`` from the question, ``O(n)`` tokens back: beyond what a 
 **In this lab.** :mod:`.env` (tokens, the pointer tool, agents, batches), :mod:`.model` (language models over the
 tokens: Mamba and LRU from :mod:`lab.core`, a GRU, the lab's causal transformer with a key/value cache; the closed
 loop), :mod:`.train` (cached training), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live`
-(one episode step by step for the ``tools`` dashboard); notebook ``08_tool_ssm.ipynb``.
+(one episode step by step for the ``reasoning`` dashboard); notebook ``08_tool_ssm.ipynb``.
 
 **Departures from the paper.** Small models (width 32, two layers) trained for a few hundred steps on <= 10-digit
 problems; addition and n x 1 multiplication only (Tower of Hanoi, the search tool for logical graphs and the

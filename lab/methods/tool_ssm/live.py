@@ -1,4 +1,4 @@
-"""What the ``tools`` dashboard (and a notebook) calls besides ``run``: one closed-loop episode step by step.
+"""What the ``reasoning`` dashboard (and a notebook) calls besides ``run``: one closed-loop episode step by step.
 
 :func:`trained_model` is a profile's trained model (:func:`lab.methods.tool_ssm.train.trained`: on disk under
 ``<data>/tool_ssm/`` and in memory); :func:`episode` runs it on one random problem of a chosen length with and

@@ -1,5 +1,5 @@
-"""HoloViews plots of the tool-use results (notebook ``08_tool_ssm``) and of one episode (dashboard ``tools``), and
-the notebook's discussion built from the Dataset."""
+"""HoloViews plots of the tool-use results (notebook ``08_tool_ssm``) and of one episode (dashboard ``reasoning``),
+and the notebook's discussion built from the Dataset."""
 
 from __future__ import annotations
 

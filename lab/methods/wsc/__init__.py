@@ -37,7 +37,7 @@ small MLP (:class:`lab.core.continual.MLP`); replay buffers holding a share of e
 another mini-batch order (the control), all with the same optimiser steps per task; full retraining on all data as
 the upper reference. :mod:`.model` (scores, masks, the ``torch.where`` blend, the running mean, the ``on_step``
 hook), :mod:`.train` (one stream of tasks per variant), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`,
-:mod:`.live` (one accuracy matrix, cached, for the ``unlearning`` dashboard); notebook ``16_wsc.ipynb``.
+:mod:`.live` (one accuracy matrix, cached, for the ``forgetting`` dashboard); notebook ``16_wsc.ipynb``.
 
 Differences from the official code: the reset happens at a fixed share of each task's steps (the code waits for the
 validation loss to plateau), the scores come from AdamW's own moments (the code keeps separate running means of

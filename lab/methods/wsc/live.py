@@ -1,4 +1,4 @@
-"""What a dashboard (the ``unlearning`` app) or a notebook computes besides ``run``: one variant's accuracy matrix
+"""What a dashboard (the ``forgetting`` app) or a notebook computes besides ``run``: one variant's accuracy matrix
 over the tasks, for one profile, seed and memory share; cached on disk (:func:`lab.cache.cached_state`) and memoised
 in the process (:func:`lab.cache.memo`)."""
 

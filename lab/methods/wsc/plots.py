@@ -1,4 +1,4 @@
-"""HoloViews plots for WSC results (notebook ``16_wsc``, the ``unlearning`` dashboard), and the notebook's
+"""HoloViews plots for WSC results (notebook ``16_wsc``, the ``forgetting`` dashboard), and the notebook's
 discussion built from the Dataset."""
 
 from __future__ import annotations

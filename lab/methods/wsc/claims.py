@@ -18,37 +18,46 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import MIN_SEED_SHARE, SEED_SHARE_UNIT, Claim, Competence, Measurement, over_seeds, seed_share
+from lab.claims import (
+    MIN_SEED_SHARE,
+    SEED_SHARE_UNIT,
+    Claim,
+    Competence,
+    Measurement,
+    Pick,
+    difference,
+    over_seeds,
+    ratio,
+    share,
+)
+
+
+def _claim_share(ds: xr.Dataset) -> float:
+    return float(ds.attrs["claim_share"])
 
 
 def _at(ds: xr.Dataset, var: str, variant: str) -> np.ndarray:
     """Per seed, ``var`` of ``variant`` at the claim share."""
-    return ds[var].sel(share=float(ds.attrs["claim_share"]), variant=variant).values
+    return ds[var].sel(share=_claim_share(ds), variant=variant).values
 
 
 def _mean(x: np.ndarray) -> str:
     return f"{float(np.mean(x)):.2f}"
 
 
+def _pick(var: str, variant: str, unit: str = "") -> Pick:
+    """Per seed, ``var`` of ``variant`` at the claim share."""
+    return Pick(var, variant, sel={"share": _claim_share, "variant": variant}, unit=unit)
+
+
 def _gain(var: str, a: str, b: str, what: str):
-    """A measure: ``a`` minus ``b`` in ``var``, per seed, mean over seeds."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        x, y = _at(ds, var, a), _at(ds, var, b)
-        return over_seeds(x - y, "mean", f"{what}: {a} {_mean(x)} vs {b} {_mean(y)} at memory share "
-                                         f"{ds.attrs['claim_share']:g}, {len(x)} seed(s)")
-
-    return measure
+    """A measure: ``a`` minus ``b`` in ``var`` at the claim share, per seed, mean over seeds."""
+    return difference(_pick(var, a), _pick(var, b), what=what)
 
 
 def _wins(a: str, b: str):
-    """A measure: the share of seeds on which ``a``'s ACC beats ``b``'s (per seed 1 or 0)."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        x, y = _at(ds, "acc", a), _at(ds, "acc", b)
-        return seed_share((x > y).astype(float), f"{a} above {b} on {int((x > y).sum())} of {len(x)} seeds")
-
-    return measure
+    """A measure: the share of seeds on which ``a``'s ACC at the claim share beats ``b``'s."""
+    return share(_pick("acc", a), _pick("acc", b), what="ACC")
 
 
 #: the least final ACC, as a share of full retraining's, of a learned variant that counts as a working learner
@@ -61,12 +70,7 @@ COMPETENT_SOURCE = ("the paper's replay keeps 0.96 of full retraining's ACC at 4
 def _vs_joint(variant: str):
     """A competence measure: ``variant``'s final ACC over the tasks it was trained on divided by full retraining's
     mean accuracy (the same seed), mean over seeds."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        acc, joint = _at(ds, "acc", variant), ds.joint_accuracy.mean("task").values  # (seed,), (seed,)
-        return over_seeds(acc / joint, "mean", f"{variant} ACC {_mean(acc)}% vs full retraining {_mean(joint)}%")
-
-    return measure
+    return ratio(_pick("acc", variant, "%"), Pick("joint_accuracy", "full retraining", unit="%"), what="ACC")
 
 
 def _competent(variant: str, who: str) -> Competence:
@@ -100,12 +104,13 @@ def _cost(ds: xr.Dataset) -> Measurement:
                                    f"{float(np.mean(steps)):.3g} x replay (equal budgets)")
 
 
-def _plasticity_drop(ds: xr.Dataset) -> Measurement:
-    p = ds.plasticity.sel(variant="replay")
-    small, large = float(ds.share.min()), float(ds.attrs["claim_share"])
-    drop = p.sel(share=small).values - p.sel(share=large).values
-    return over_seeds(drop, "mean", f"replay's newest-task accuracy {_mean(p.sel(share=small).values)}% at memory "
-                                    f"share {small:g}, {_mean(p.sel(share=large).values)}% at {large:g}")
+def _replay_plasticity(label: str, share_of) -> Pick:
+    return Pick("plasticity", label, sel={"share": share_of, "variant": "replay"}, unit="%")
+
+
+#: replay's newest-task accuracy at the smallest memory share minus at the claim share
+PLASTICITY_DROP = difference(_replay_plasticity("smallest memory share", lambda ds: float(ds.share.min())),
+                             _replay_plasticity("claim share", _claim_share), what="replay's newest-task accuracy")
 
 
 CLAIMS = [
@@ -199,7 +204,7 @@ CLAIMS = [
         statement="With more memory, replay learns the newest task less well (newest-task accuracy at the smallest "
                   "memory share minus at the claim share, mean over seeds)",
         source="paper's abstract: with abundant memory the challenge shifts from stability to plasticity",
-        measure=_plasticity_drop,
+        measure=PLASTICITY_DROP,
         op=">",
         threshold=0.0,
         threshold_source="shown as the setting the method answers, no verdict (more replayed data also makes the "

@@ -121,13 +121,10 @@ def _competent(*models: str) -> tuple[Competence, ...]:
                             unit="of chance to 100%") for m in models)
 
 
-def _replayed(ds: xr.Dataset) -> Measurement:
-    comp, full = _at(ds, "train_time_replayed", "compressm"), _at(ds, "train_time_replayed", "full")
+def _in_training_cpu(ds: xr.Dataset) -> str:
+    """training_time_replayed's note: the CPU time measured during training, per the full model's."""
     cpu = float((_at(ds, "train_cost", "compressm") / _at(ds, "train_cost", "full")).mean())
-    return over_seeds((comp / full).values, "mean",
-                      f"one-thread step times at each size taken in turn in one process: CompreSSM "
-                      f"{float(comp.mean()):.1f} s vs full {float(full.mean()):.1f} s (the CPU time measured during "
-                      f"training, which moves with the machine's load: {cpu:.2f} x full)")
+    return f"the CPU time measured during training, which moves with the machine's load: {cpu:.2f} x full"
 
 
 CLAIMS = [
@@ -226,7 +223,9 @@ CLAIMS = [
         statement="Training time of CompreSSM relative to the full model, per-step overheads included (reported "
                   "beside the counted work; mean over seeds)",
         source="paper's abstract: in-training reduction significantly accelerates optimization",
-        measure=_replayed,
+        measure=ratio(_final("compressm", "CompreSSM", "train_time_replayed", " s"),
+                      _final("full", "full", "train_time_replayed", " s"), note=_in_training_cpu,
+                      what="one-thread step times at each size taken in turn in one process"),
         op="<=",
         threshold=0.9,
         threshold_source="shown beside training_speedup, no verdict",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, value
 
 
 def _v(ds: xr.Dataset, var: str, variant: str) -> np.ndarray:
@@ -71,15 +71,9 @@ COMPETENT_SOURCE = ("our convention: 5x chance (10 classes: 10%); fine-tuning, f
 
 def _plasticity(variant):
     """A competence measure: ``variant``'s (a name, or Dataset -> name) accuracy on each task right after training
-    it, mean over tasks and seeds (R[j, j])."""
-
-    def measure(ds: xr.Dataset) -> Measurement:
-        name = variant(ds) if callable(variant) else variant
-        return over_seeds(_v(ds, "plasticity", name), "mean",
-                          f"{ds.label.sel(variant=name).values} R[j, j] {_mean(ds, 'plasticity', name)}%; "
-                          f"fine-tuning {_mean(ds, 'plasticity', 'finetune')}%")
-
-    return measure
+    it, mean over tasks and seeds (R[j, j]); fine-tuning's in the note."""
+    return value(_pick("plasticity", variant, "R[j, j]"), what="accuracy right after training each task",
+                 note=lambda ds: f"fine-tuning {_mean(ds, 'plasticity', 'finetune')}%")
 
 
 def _learns(variant, who: str) -> Competence:
@@ -117,13 +111,10 @@ def gpm_variants(ds: xr.Dataset) -> list[str]:
     return [v for v in ("gpm", "gpm_mm", "qgpm8", f"qgpm{b}", f"qgpm{b}_sketch") if v in ds.variant.values]
 
 
-def _bwt_gap(ds: xr.Dataset) -> Measurement:
+def _worst_gpm_note(ds: xr.Dataset) -> str:
     names = gpm_variants(ds)
-    bwt = np.stack([_v(ds, "bwt", v) for v in names])  # (variant, seed)
-    gap = bwt.min(axis=0) - _v(ds, "bwt", "finetune")
-    worst = names[int(np.argmin(bwt.mean(axis=1)))]
-    return over_seeds(gap, "mean", f"BWT: worst GPM variant ({worst}) {bwt.min(axis=0).mean():.2f} vs fine-tuning "
-                                   f"{_mean(ds, 'bwt', 'finetune')} pt")
+    means = {v: float(np.mean(_v(ds, "bwt", v))) for v in names}
+    return f"worst on average {min(means, key=means.get)}; " + ", ".join(f"{v} {m:.2f}" for v, m in means.items())
 
 
 def _similarity(var: str, what: str):
@@ -209,7 +200,8 @@ CLAIMS = [
         statement="Every GPM variant forgets far less than fine-tuning: the worst variant's BWT at least 10 pt "
                   "above fine-tuning's (mean over seeds)",
         source="GPM / QGPM tables: BWT about -1 for GPM and QGPM against large forgetting for fine-tuning",
-        measure=_bwt_gap,
+        measure=difference(Pick("bwt", "worst GPM variant", sel={"variant": gpm_variants}, reduce="min"),
+                           _pick("bwt", "finetune", "fine-tuning"), what="BWT", note=_worst_gpm_note),
         op=">=",
         threshold=10.0,
         threshold_source="research brief's plan: BWT > fine-tune BWT + 10",

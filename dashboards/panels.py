@@ -148,7 +148,8 @@ class _PanelType(type(pn.viewable.Viewer)):
                                            doc=f"Times the preparation of {spec.label} finished.")
         inherited = {k: v for base in reversed(bases) for k, v in getattr(base, "preparation_specs", {}).items()}
         namespace["preparation_specs"] = {**inherited, **declared}
-        reserved = set(dir(MethodPanel)) - set(MethodPanel.param) if "MethodPanel" in globals() else set()
+        base = globals().get("MethodPanel")  # absent while MethodPanel itself is made
+        reserved = {"preparations", *dir(base)} - set(base.param) if base is not None else set()
         clash = sorted(k for k, v in namespace.items() if isinstance(v, param.Parameter) and k in reserved)
         if clash:
             raise TypeError(f"{name}: parameter(s) {', '.join(clash)} would hide MethodPanel's own attributes")

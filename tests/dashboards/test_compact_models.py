@@ -128,6 +128,6 @@ def test_compact_models_loads_and_the_encoder_choice_changes_the_plots(page, ser
     page.locator(".bk-tab", has_text="SSDi8").first.click()
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('evaluation perplexity'))",
                            timeout=180_000)
-    assert any("values (" in t for t in plot_titles(page))  # the activation histogram
+    wait_for_title(page, "values (", timeout=60_000)  # the activation histogram
     console = [e for e in page.console_errors if "favicon" not in e]
     assert console == [], console

@@ -12,8 +12,6 @@ the better of the transformer and Mamba.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import xarray as xr
 
@@ -34,17 +32,6 @@ def _longest(da: xr.DataArray, dim: str) -> xr.DataArray:
     return da.isel({dim: -1})
 
 
-def _noted(measure, note):
-    """``measure`` with ``note(ds)`` (the lengths, the sizes: what the reader compares with) appended to its
-    detail."""
-
-    def noted(ds: xr.Dataset) -> Measurement:
-        m = measure(ds)
-        return dataclasses.replace(m, detail=f"{m.detail} ({note(ds)})")
-
-    return noted
-
-
 def _params(ds: xr.Dataset, *runs: str) -> str:
     return ", ".join(f"{r} {int(ds.n_params.sel(run=r))}" for r in runs)
 
@@ -59,7 +46,7 @@ def _state(run: str):
         return (f"length {int(ds.state_length[-1])}, trained at {int(ds.state_length[0])}, depth r_max; "
                 f"parameters (M = {ds.attrs['substeps']}): {_params(ds, 'chaingpt', 'one_substep')}")
 
-    return _noted(value(_longest_state(run)), note)
+    return value(_longest_state(run), note=note)
 
 
 def _recall(run: str):
@@ -67,8 +54,8 @@ def _recall(run: str):
         return (f"length {int(ds.recall_length[-1])}, trained at {int(ds.recall_length[0])}; window "
                 f"{ds.attrs['window']}, an anchor every {ds.attrs['anchor_every']}")
 
-    return _noted(value(Pick("recall_accuracy", run, sel={"recall_run": run}, isel={"recall_length": -1},
-                             unit="%")), note)
+    return value(Pick("recall_accuracy", run, sel={"recall_run": run}, isel={"recall_length": -1}, unit="%"),
+                 note=note)
 
 
 def _in_distribution(acc_name: str, run_dim: str, length_dim: str, run: str):
@@ -142,7 +129,7 @@ def _versus(other: str):
     def note(ds: xr.Dataset) -> str:
         return f"length {int(ds.state_length[-1])}; parameters {_params(ds, 'chaingpt', other)}"
 
-    return _noted(difference(_longest_state("chaingpt"), _longest_state(other)), note)
+    return difference(_longest_state("chaingpt"), _longest_state(other), note=note)
 
 
 CLAIMS = [

@@ -17,8 +17,6 @@ the share of the expert's path states at which its greedy move reaches the exper
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import xarray as xr
 
@@ -96,17 +94,14 @@ def _wins(variant: str, others: tuple[str, ...]):
 
 def _gap_ending(a: str, b: str):
     """The goal-reach rate of ``a`` minus ``b`` per seed, the detail with the share of episodes ending in a wall."""
-    gap = difference(_success(a), _success(b))
 
-    def measure(ds: xr.Dataset) -> Measurement:
-        m = gap(ds)
+    def ending(ds: xr.Dataset) -> str:
         crashed = ds.crashed.sel(variant=[a, b]).values
         if not np.isfinite(crashed).all():
-            return m
-        return dataclasses.replace(m, detail=f"{m.detail}; episodes ending in a wall {a} {crashed[:, 0].mean():.0%}, "
-                                             f"{b} {crashed[:, 1].mean():.0%}")
+            return "episodes ending in a wall: not recorded"
+        return f"episodes ending in a wall {a} {crashed[:, 0].mean():.0%}, {b} {crashed[:, 1].mean():.0%}"
 
-    return measure
+    return difference(_success(a), _success(b), note=ending)
 
 
 def _pendulum(variant: str | None):

@@ -12,8 +12,6 @@ put there, which a network that averages the colours cannot have.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import xarray as xr
 
@@ -116,16 +114,6 @@ def _w(model: str, param: str, subset: str = "all") -> Pick:
                 sel={"model": model, "param": param, "subset": subset})
 
 
-def _noted(measure, note):
-    """``measure`` with ``note(ds)`` (a reference the reader compares with) appended to its detail."""
-
-    def noted(ds: xr.Dataset) -> Measurement:
-        m = measure(ds)
-        return dataclasses.replace(m, detail=f"{m.detail} ({note(ds)})")
-
-    return noted
-
-
 def _distance(model: str):
     """w_NT on close trials minus on far trials, per seed, with the generator's draws' gap as reference."""
 
@@ -133,7 +121,7 @@ def _distance(model: str):
         g = mixture(ds, "generator", "w_nt", "close") - mixture(ds, "generator", "w_nt", "far")
         return f"the generator's draws {np.mean(g):.3f}"
 
-    return _noted(difference(_w(model, "w_nt", "close"), _w(model, "w_nt", "far"), what=model), generator)
+    return difference(_w(model, "w_nt", "close"), _w(model, "w_nt", "far"), what=model, note=generator)
 
 
 def _target(model: str):
@@ -143,7 +131,7 @@ def _target(model: str):
         return (f"κ {np.mean(mixture(ds, model, 'kappa')):.3g}; the generator's draws: w_T "
                 f"{np.mean(mixture(ds, 'generator', 'w_t')):.3f}, κ {np.mean(mixture(ds, 'generator', 'kappa')):.3g}")
 
-    return _noted(value(_w(model, "w_t"), what=model), reference)
+    return value(_w(model, "w_t"), what=model, note=reference)
 
 
 CLAIMS = [

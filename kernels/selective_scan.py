@@ -220,7 +220,7 @@ class _SelectiveScanFn(torch.autograd.Function):
         dh0 = torch.zeros_like(h0v) if glast is None else glast.clone(memory_format=torch.contiguous_format)
         du, ddelta = torch.empty_like(u), torch.empty_like(u)
         if ctx.backend == "numba":
-            from ._numba import selective_scan as nk
+            from ._numba import selective_scan_backward as nk
 
             gate = z is not None
             dz = torch.empty_like(u) if gate else None

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ._common import REAL_DTYPES, check_tensor
-from ._ssd_numba import numba_stage
+from ._numba.ssd_stages import numba_stage
 
 __all__ = ["HOOK_POINTS", "ssd", "ssd_bmm", "ssd_chunk_cumsum", "ssd_chunk_scan", "ssd_chunk_state", "ssd_ref",
            "ssd_state_passing"]
@@ -118,7 +118,7 @@ def ssd_bmm(C, B, chunk_size, *, backend="torch"):
         ``(batch, chunks, groups, chunk_size, chunk_size)``.
     """
     if _numba(backend):
-        return numba_stage("bmm", chunk_size, C, B)
+        return _on_numba("bmm", chunk_size, C, B)
     bsz, length, groups, state = B.shape
     q = int(chunk_size)
     pad = (-length) % q
@@ -147,7 +147,7 @@ def ssd_chunk_state(B, x, dt, dA_cumsum, seq_idx=None, *, backend="torch"):
         ``(batch, chunks, heads, headdim, state)``.
     """
     if _numba(backend, seq_idx):
-        return numba_stage("chunk_state", dt.shape[-1], B, x, dt, dA_cumsum)
+        return _on_numba("chunk_state", dt.shape[-1], B, x, dt, dA_cumsum)
     bsz, length, heads, headdim = x.shape
     groups, q = B.shape[2], dt.shape[-1]
     pad = (-length) % q
@@ -177,7 +177,7 @@ def ssd_state_passing(chunk_states, dA_cumsum, initial_states=None, seq_idx=None
         state ``(batch, heads, headdim, state)``.
     """
     if _numba(backend, seq_idx):
-        return numba_stage("state_passing", dA_cumsum.shape[-1], chunk_states, dA_cumsum, initial_states)
+        return _on_numba("state_passing", dA_cumsum.shape[-1], chunk_states, dA_cumsum, initial_states)
     bsz, n_c, heads, headdim, state = chunk_states.shape
     h = (chunk_states.new_zeros(bsz, heads, headdim, state) if initial_states is None
          else initial_states.to(chunk_states.dtype))
@@ -211,7 +211,7 @@ def ssd_chunk_scan(CB, x, dt, dA_cumsum, C, states, D=None, z=None, seq_idx=None
         ``(batch, length, heads, headdim)``.
     """
     if _numba(backend, seq_idx):
-        y = numba_stage("chunk_scan", dt.shape[-1], CB, x, dt, dA_cumsum, C, states) + _skip(x, D)
+        y = _on_numba("chunk_scan", dt.shape[-1], CB, x, dt, dA_cumsum, C, states) + _skip(x, D)
         return y if z is None else y * F.silu(z)
     bsz, length, heads, headdim = x.shape
     groups, q = C.shape[2], dt.shape[-1]
@@ -248,6 +248,21 @@ def _numba(backend: str, seq_idx=None) -> bool:
     return backend == "numba"
 
 
+def _on_numba(name: str, q: int, *tensors):
+    """Stage ``name`` on the Numba kernels; its backward differentiates the stage's torch form
+    (:data:`_TORCH_STAGES`)."""
+    return numba_stage(name, q, _TORCH_STAGES[name], *tensors)
+
+
+#: each stage on torch ops, taking the arguments of its Numba form: what the Numba stages' backward differentiates
+_TORCH_STAGES = {
+    "bmm": lambda q, C, B: ssd_bmm(C, B, q),
+    "chunk_state": lambda q, B, x, dt, cum: ssd_chunk_state(B, x, dt, cum),
+    "state_passing": lambda q, cs, cum, h0: ssd_state_passing(cs, cum, h0),
+    "chunk_scan": lambda q, CB, x, dt, cum, C, st: ssd_chunk_scan(CB, x, dt, cum, C, st),
+}
+
+
 def _segsum_from_cumsum(a_cum: torch.Tensor) -> torch.Tensor:
     """``out[..., i, j] = a_cum[i] - a_cum[j]`` for ``i >= j``, ``-inf`` above the diagonal."""
     q = a_cum.shape[-1]
@@ -276,7 +291,7 @@ def ssd(x, dt, A, B, C, chunk_size, D=None, initial_states=None, return_final_st
         hooks: ``{point: fn}`` applied to the tensor at each point of :data:`HOOK_POINTS` (``x``, ``B``, ``C``, the
             group products ``CB``, the ``chunk_states`` and the entering ``states``), e.g. to quantise them.
         backend: ``torch`` (the stages as torch ops), ``numba`` (stages 2-5 on Numba kernels, their backward
-            through the torch stages; no ``seq_idx``) or ``auto`` (``torch``: see :mod:`kernels._ssd_numba`).
+            through the torch stages; no ``seq_idx``) or ``auto`` (``torch``: see :mod:`kernels._numba.ssd_stages`).
 
     Returns:
         ``y`` ``(batch, length, heads, headdim)`` in x's dtype (float16/bfloat16 are computed in float32), and the

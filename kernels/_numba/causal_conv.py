@@ -17,22 +17,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .selective_scan import _FLAGS, _STEP, fast_sigmoid
+from .common import FAST_FLAGS, STEP, fast_sigmoid
 
 WIDTH = 4  # the kernels' convolution width (narrower ones are padded with zero taps)
 
 
-@njit(cache=True, error_model="numpy", fastmath=_FLAGS, inline="always")
+@njit(cache=True, error_model="numpy", fastmath=FAST_FLAGS, inline="always")
 def _at(xr, pr, i):
     """Element ``i`` of the row ``xr`` after the 3-element prefix ``pr`` (``i`` from -3)."""
     return xr[i] if i >= 0 else pr[3 + i]
 
 
-@njit(**_STEP)
+@njit(**STEP)
 def _conv_row(xr, yr, w0, w1, w2, w3, bc, silu):
     """``yr[t] = bc + w0 x[t-3] + w1 x[t-2] + w2 x[t-1] + w3 x[t]`` for ``t >= 3``, through SiLU if ``silu``.
 
-    A helper with ``noalias`` arguments (see ``selective_scan._NoAliasCompiler``): inside the parallel kernel the
+    A helper with ``noalias`` arguments (see ``common.NoAliasCompiler``): inside the parallel kernel the
     same loop ran 2-3x slower on AVX2. Every access indexes a shifted view by the bare loop variable: numba wraps
     negative indices, and for ``x[t - 3]`` it could not tell ``t - 3 >= 0``, so each element went through a
     select and the vector loads were assembled lane by lane (2-4x slower, Zen 3).
@@ -50,7 +50,7 @@ def _conv_row(xr, yr, w0, w1, w2, w3, bc, silu):
             y3[i] = bc + w0 * x0[i] + w1 * x1[i] + w2 * x2[i] + w3 * x3[i]
 
 
-@njit(**_STEP)
+@njit(**STEP)
 def _conv_grad_row(xr, gr, g, w0, w1, w2, w3, bc):
     """``g[t] = gy[t] silu'(s_t)`` for ``t >= 3``, the pre-activation ``s_t`` recomputed from the row (shifted views,
     as in :func:`_conv_row`)."""
@@ -64,7 +64,7 @@ def _conv_grad_row(xr, gr, g, w0, w1, w2, w3, bc):
         g3[i] = gr3[i] * (sg + s * sg - s * sg * sg)  # silu'(s) = sg (1 + s (1 - sg))
 
 
-@njit(**_STEP)
+@njit(**STEP)
 def _conv_taps_row(xr, g, dxr, w0, w1, w2, w3, zero):
     """The row's input gradient ``dx[t] = w3 g[t] + w2 g[t+1] + w1 g[t+2] + w0 g[t+3]`` (``g`` has 3 zeros past
     the end), and its tap sums: ``sum_t g[t] x[t-3+k]`` for taps 0-2 over ``t >= 3``, tap 3 and the bias over all
@@ -87,7 +87,7 @@ def _conv_taps_row(xr, g, dxr, w0, w1, w2, w3, zero):
     return a0, a1, a2, a3, ab
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def conv_forward(x, pitch, w, bias, prefix, y, silu):
     """Causal depthwise convolution of every row.
 
@@ -113,7 +113,7 @@ def conv_forward(x, pitch, w, bias, prefix, y, silu):
         _conv_row(xr, yr, w0, w1, w2, w3, bc, silu)
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def conv_backward(x, pitch, w, bias, prefix, gy, silu, dx, dw_part, db_part, dprefix):
     """Backward of :func:`conv_forward` (same inputs; ``gy`` is the ``(batch, channels, length)`` gradient of ``y``).
 

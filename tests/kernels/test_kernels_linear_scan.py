@@ -210,8 +210,8 @@ def test_out_argument_row_fast_path(monkeypatch, dtype, reverse):
     allocating path's values, and every other layout (h0 given, a broadcast, the scan axis inner) falls back."""
     ls_mod = sys.modules["kernels.linear_scan"]  # the module (the package exports the function under this name)
     taken = []
-    fast = ls_mod._numba_rows_out
-    monkeypatch.setattr(ls_mod, "_numba_rows_out", lambda *args: taken.append(fast(*args)) or taken[-1])
+    fast = ls_mod.numba_rows_out  # from kernels._linear_backends
+    monkeypatch.setattr(ls_mod, "numba_rows_out", lambda *args: taken.append(fast(*args)) or taken[-1])
     torch.manual_seed(0)
     a = (torch.rand(3, 5, 37) * 0.5 + 0.5).to(dtype)
     b = torch.randn(3, 5, 37).to(dtype)
@@ -266,6 +266,7 @@ def test_row_adjoint_lengths_around_vectors_and_chunks(dtype, reverse):
     import numpy as np
 
     from kernels._numba import linear_scan as nk
+    from kernels._numba import linear_scan_backward as nb
 
     rng = np.random.default_rng(2)
     tol = TOL[dtype]
@@ -295,7 +296,7 @@ def test_row_adjoint_lengths_around_vectors_and_chunks(dtype, reverse):
             da = np.full((3, pitch * n_t), np.nan, np_dtype)[:, ::pitch]
             db = np.full((3, pitch * n_t), np.nan, np_dtype)[:, ::pitch]
             dh0 = np.full(3, np.nan, np_dtype)
-            nk.scan_rows_backward(a_, h_, g_, h0_, da, db, dh0, reverse)
+            nb.scan_rows_backward(a_, h_, g_, h0_, da, db, dh0, reverse)
             for x, ref in ((da, da_ref), (db, db_ref), (dh0, dh0_ref)):
                 assert np.abs(x - ref).max() <= tol * np.abs(ref).max(), (n_t, pitch)
             outs.append((da, db, dh0))
@@ -310,11 +311,11 @@ def test_vector_kernels_called_directly():
     import numpy as np
     from numba import njit
 
-    from kernels._numba import linear_scan as nk
+    from kernels._numba import vector_scan as vs
 
     vec_bytes = 64
-    scan_up, scan_down = nk._make_vec_scan(False, vec_bytes), nk._make_vec_scan(True, vec_bytes)
-    adj_up, adj_down = nk._make_vec_adjoint(False, vec_bytes), nk._make_vec_adjoint(True, vec_bytes)
+    scan_up, scan_down = vs.make_vec_scan(False, vec_bytes), vs.make_vec_scan(True, vec_bytes)
+    adj_up, adj_down = vs.make_vec_adjoint(False, vec_bytes), vs.make_vec_adjoint(True, vec_bytes)
     run = {
         "scan_up": njit(lambda a, b, o, s, n, h: scan_up(a, b, o, s, n, h)),
         "scan_down": njit(lambda a, b, o, s, n, h: scan_down(a, b, o, s, n, h)),
@@ -358,12 +359,12 @@ def test_vector_width_follows_the_compile_target(monkeypatch):
     """Vector row kernels only where numba compiles for AVX-512 (a named target such as 'generic' assumes none)."""
     from numba.core import config
 
-    from kernels._numba import linear_scan as nk
+    from kernels._numba import vector_scan as vs
 
     for name, feats, want in (("", "+avx,+avx2,+avx512f", 64), ("", "+avx,+avx2,-avx512f", 0), ("generic", None, 0)):
         monkeypatch.setattr(config, "CPU_NAME", name)
         monkeypatch.setattr(config, "CPU_FEATURES", feats)
-        assert nk._vector_bytes() == want, (name, feats)
+        assert vs.vector_bytes() == want, (name, feats)
 
 
 def test_bad_inputs():

@@ -190,7 +190,7 @@ def test_no_state_sized_allocation():
 
 
 def test_fast_exp_accuracy():
-    from kernels._numba.selective_scan import fast_exp_array
+    from kernels._numba.common import fast_exp_array
 
     x = np.concatenate([np.linspace(-90, 89, 20001), [0.0, -1e-8, 1e-8, -87.0, 88.0]]).astype(np.float32)
     out = np.empty_like(x)
@@ -208,7 +208,7 @@ def test_fast_exp2_and_sigmoid_accuracy():
     """float32 ``2**x`` (the scans' decay, with log2(e) folded into A) and the gates' sigmoid against float64:
     < 2e-7 relative for 2**x over its normal range (its degree-5 polynomial: about 1.4 ulp), exactly 0 below -127,
     NaN in NaN out; the sigmoid stays in float32 (a literal 1 would have promoted it) within 1e-6 relative."""
-    from kernels._numba.selective_scan import fast_exp2_sigmoid_array
+    from kernels._numba.common import fast_exp2_sigmoid_array
 
     x = np.concatenate([np.linspace(-130, 126.9, 40001), [0.0, -1e-8, 1e-8, -0.5, 0.5, -np.inf, np.nan]])
     x = x.astype(np.float32)
@@ -231,17 +231,17 @@ def test_fast_exp2_and_sigmoid_accuracy():
 def test_chunk_transpose_blocks_and_edges(dtype):
     """The kernels' chunk transpose (8x8 blocks in vector registers, the edges element by element) equals ``.T``:
     whole and partial blocks, rows that are not contiguous (element by element then), both directions."""
-    from kernels._numba.selective_scan import _transpose
+    from kernels._numba.selective_scan import transpose_chunk
 
     rng = np.random.default_rng(0)
     big = rng.standard_normal((40, 300)).astype(dtype)
     for n, k in [(16, 64), (13, 61), (8, 8), (7, 5), (16, 1)]:
         for src in (big[3:3 + n, 17:17 + k], big[:2 * n:2, 1:2 * k:2]):  # contiguous rows; strided rows
             dst = np.full((k + 2, n + 3), np.nan, dtype)
-            _transpose(src, dst, n, k)
+            transpose_chunk(src, dst, n, k)
             assert np.array_equal(dst[:k, :n], src.T) and np.isnan(dst[k:]).all() and np.isnan(dst[:, n:]).all()
             back = np.full((n, k), np.nan, dtype)
-            _transpose(dst, back, k, n)
+            transpose_chunk(dst, back, k, n)
             assert np.array_equal(back, src)
 
 
@@ -328,7 +328,7 @@ def test_backward_over_several_channel_blocks_and_slices(monkeypatch, n_slices):
 def test_softplus_sigmoid_accuracy():
     """The kernels' float32 softplus (a log1p series) and sigmoid, against float64, tiny and large inputs included;
     NaN and infinities propagate."""
-    from kernels._numba.selective_scan import softplus_sigmoid_array
+    from kernels._numba.common import softplus_sigmoid_array
 
     x = np.concatenate([np.linspace(-90, 90, 20001), [0.0, -1e-8, 1e-8, -30.0, 30.0]]).astype(np.float32)
     sp, sig = np.empty_like(x), np.empty_like(x)

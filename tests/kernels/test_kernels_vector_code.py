@@ -21,9 +21,9 @@ LANE_BY_LANE = re.compile(r"\tv?(?:insertps|extractps)\t")
 
 
 def _asm(module, name, *args):
-    from kernels._numba.selective_scan import _FLAGS, _NoAliasCompiler
+    from kernels._numba.common import FAST_FLAGS, NoAliasCompiler
 
-    fn = njit(error_model="numpy", fastmath=_FLAGS, pipeline_class=_NoAliasCompiler)(getattr(module, name).py_func)
+    fn = njit(error_model="numpy", fastmath=FAST_FLAGS, pipeline_class=NoAliasCompiler)(getattr(module, name).py_func)
     fn(*args)
     return fn.inspect_asm(fn.signatures[0])
 
@@ -34,6 +34,7 @@ def _f32(rng, *shape):
 
 def _selective_cases(rng):
     from kernels._numba import selective_scan as ss
+    from kernels._numba import selective_scan_backward as sb
 
     n, lanes, chunk = 16, ss.LANES, ss.CHUNK
     io = _f32(rng, 4, chunk, lanes)
@@ -41,7 +42,7 @@ def _selective_cases(rng):
     return {
         "_forward_chunk": (ss, (_f32(rng, n, lanes), _f32(rng, n, lanes), io[0], io[1], io[2], io[3],
                                 _f32(rng, lanes), _f32(rng, chunk, n), _f32(rng, chunk, n), keep, chunk, True)),
-        "_recompute_chunk": (ss, (_f32(rng, chunk + 1, n, lanes), _f32(rng, chunk, n, lanes), _f32(rng, n, lanes),
+        "_recompute_chunk": (sb, (_f32(rng, chunk + 1, n, lanes), _f32(rng, chunk, n, lanes), _f32(rng, n, lanes),
                                   io[0], io[2], _f32(rng, chunk, n), keep, chunk, _f32(rng, chunk, n), io[3],
                                   True, True)),
         "_dt_step": (ss, (io[0], io[1], io[2], _f32(rng, lanes), chunk, True)),
@@ -74,6 +75,6 @@ def test_chunk_transpose_uses_shuffles():
 
     rng = np.random.default_rng(0)
     src, dst = _f32(rng, 16, 64), np.empty((64, 16), np.float32)
-    asm = _asm(ss, "_transpose", src, dst, 16, 64)
+    asm = _asm(ss, "transpose_chunk", src, dst, 16, 64)
     assert re.search(r"\tv?(?:unpck[lh]ps|shufps|perm2f128|permps|permt2ps|insertf128)\t", asm)
     assert np.array_equal(dst, src.T)

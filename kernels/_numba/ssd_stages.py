@@ -1,9 +1,11 @@
 """SSD's chunk stages on the Numba kernels of :mod:`kernels._numba.ssd` (``backend="numba"`` of :func:`kernels.ssd`
 and its stage functions).
 
-Each stage is an autograd function: the forward runs the Numba kernel; the backward recomputes that stage with the
-torch path under autograd and differentiates it (the stages are small next to the model around them, and the
-gradient is then exactly the torch path's). Packed sequences (``seq_idx``) are served by the torch path only.
+Each stage is an autograd function: the forward runs the Numba kernel; the backward recomputes that stage on torch
+ops under autograd and differentiates it (the stages are small next to the model around them, and the gradient is
+then exactly the torch path's). The caller hands in that torch form of the stage (``torch_stage``), so this module
+needs nothing from :mod:`kernels.ssd`, which imports it. Packed sequences (``seq_idx``) are served by the torch path
+only.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def _np(t: torch.Tensor):
 
 
 def _bmm(q, C, B):
-    from ._numba import ssd as nk
+    from . import ssd as nk
 
     Bc, Cc = _pad_chunks(B, q), _pad_chunks(C, q)
     bsz, n_c, _, groups, _ = Bc.shape
@@ -37,7 +39,7 @@ def _bmm(q, C, B):
 
 
 def _chunk_state(q, B, x, dt, cum):
-    from ._numba import ssd as nk
+    from . import ssd as nk
 
     xc, Bc = _pad_chunks(x, q), _pad_chunks(B, q)
     bsz, n_c, _, heads, headdim = xc.shape
@@ -47,7 +49,7 @@ def _chunk_state(q, B, x, dt, cum):
 
 
 def _state_passing(q, chunk_states, cum, h0):
-    from ._numba import ssd as nk
+    from . import ssd as nk
 
     bsz, n_c, heads, headdim, state = chunk_states.shape
     h0 = chunk_states.new_zeros(bsz, heads, headdim, state) if h0 is None else h0
@@ -59,7 +61,7 @@ def _state_passing(q, chunk_states, cum, h0):
 
 
 def _chunk_scan(q, CB, x, dt, cum, C, states):
-    from ._numba import ssd as nk
+    from . import ssd as nk
 
     xc, Cc = _pad_chunks(x, q), _pad_chunks(C, q)
     out = torch.empty_like(xc)
@@ -67,48 +69,37 @@ def _chunk_scan(q, CB, x, dt, cum, C, states):
     return out.reshape(x.shape[0], -1, *x.shape[2:])[:, : x.shape[1]]
 
 
-def _torch_stage(name):
-    from .ssd import ssd_bmm, ssd_chunk_scan, ssd_chunk_state, ssd_state_passing  # the module, not kernels.ssd()
-
-    return {
-        "bmm": lambda q, C, B: ssd_bmm(C, B, q),
-        "chunk_state": lambda q, B, x, dt, cum: ssd_chunk_state(B, x, dt, cum),
-        "state_passing": lambda q, cs, cum, h0: ssd_state_passing(cs, cum, h0),
-        "chunk_scan": lambda q, CB, x, dt, cum, C, st: ssd_chunk_scan(CB, x, dt, cum, C, st),
-    }[name]
-
-
 _NUMBA = {"bmm": _bmm, "chunk_state": _chunk_state, "state_passing": _state_passing, "chunk_scan": _chunk_scan}
 
 
 class _Stage(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, q, *tensors):
-        ctx.name, ctx.q = name, q
+    def forward(ctx, name, q, torch_stage, *tensors):
+        ctx.name, ctx.q, ctx.torch_stage = name, q, torch_stage
         ctx.save_for_backward(*tensors)
         return _NUMBA[name](q, *tensors)
 
     @staticmethod
     def backward(ctx, *grads):
         saved = ctx.saved_tensors
-        need = ctx.needs_input_grad[2:]
+        need = ctx.needs_input_grad[3:]
         with torch.enable_grad():
             ins = [None if t is None else t.detach().requires_grad_(bool(n)) for t, n in zip(saved, need)]
-            out = _torch_stage(ctx.name)(ctx.q, *ins)
+            out = ctx.torch_stage(ctx.q, *ins)
             outs = out if isinstance(out, tuple) else (out,)
             pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
             wrt = [t for t, n in zip(ins, need) if n and t is not None]
             gs = (torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
                   if pairs and wrt else [None] * len(wrt))
         it = iter(gs)
-        return (None, None, *[next(it) if n and t is not None else None for t, n in zip(saved, need)])
+        return (None, None, None, *[next(it) if n and t is not None else None for t, n in zip(saved, need)])
 
 
-def numba_stage(name: str, q: int, *tensors):
+def numba_stage(name: str, q: int, torch_stage, *tensors):
     """Run stage ``name`` (``bmm``, ``chunk_state``, ``state_passing``, ``chunk_scan``) on the Numba kernels;
-    differentiable (the backward goes through the torch stage)."""
+    differentiable: the backward differentiates ``torch_stage(q, *tensors)``, the same stage on torch ops."""
     for t in tensors:
         if t is not None and t.device.type != "cpu":
             raise ValueError(f"backend 'numba' runs on CPU tensors only; got a tensor on {t.device} "
                              "(use backend 'torch')")
-    return _Stage.apply(name, int(q), *tensors)
+    return _Stage.apply(name, int(q), torch_stage, *tensors)

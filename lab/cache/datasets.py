@@ -58,7 +58,6 @@ class _CorruptCacheFile(Exception):
     """A cache file failed a check (internal)."""
 
 
-
 def cache_path(name: str, config: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None) -> Path:
     """Path of the cache file of a data set (whether or not it exists).
 

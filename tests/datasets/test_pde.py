@@ -1,4 +1,4 @@
-"""Tests of lab.datasets.pde: solvers vs exact solutions, tendencies, data sets, bench."""
+"""Tests of lab.datasets.pde: solvers vs exact solutions, tendencies, data sets (the benchmark: tests/bench)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ from lab.datasets.pde import (
     velocity_from_vorticity,
 )
 from lab.datasets.pde import data as pde_data
-from lab.datasets.pde.bench import format_pde_bench, run_pde_bench
 
 TWO_PI = 2.0 * np.pi
 
@@ -408,14 +407,3 @@ def test_every_equation_generates(tmp_path: Path) -> None:
         )
         var = ds.attrs["state_variable"]
         assert np.all(np.isfinite(ds[var].values)), equation
-
-
-# --------------------------------------------------------------------------- benchmark
-def test_bench_quick() -> None:
-    ds = run_pde_bench(quick=True, progress=False)
-    assert list(ds["case"].values) == ["ks", "burgers", "kdv", "ns64", "ns128"]
-    assert np.all(ds["lab_steps_per_s"].values > 0) and np.all(ds["numpy_steps_per_s"].values > 0)
-    assert np.all(ds["max_abs_diff_first_step"].values < 1e-4)
-    assert np.all(np.isnan(ds["exponax_steps_per_s"].values) | (ds["exponax_steps_per_s"].values > 0))
-    text = format_pde_bench(ds)
-    assert "ks" in text and "ns128" in text and "trajectory-steps/s" in text

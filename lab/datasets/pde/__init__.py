@@ -32,7 +32,7 @@ KS states after a warm-up on the attractor, band-limited random vorticity, the
 Taylor-Green vortex.  Exact solutions (:mod:`~lab.datasets.pde.exact`) and
 :func:`validate_solvers` check the solvers; :func:`make_pde_dataset`
 (:mod:`~lab.datasets.pde.data`) generates cached NetCDF data sets; the speed
-benchmark is :mod:`lab.datasets.pde.bench`.
+benchmark is :mod:`lab.bench.pde`.
 """
 
 from .data import EQUATIONS, make_pde_dataset, make_stepper, pde_dataset_config

@@ -127,8 +127,8 @@ def machine() -> str:
 
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a benchmark child process: this one's, with the repository first on ``PYTHONPATH`` (so
-    ``python -m kernels.bench.<module>`` finds this checkout) and ``extra`` set."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ``python -m lab.bench.scan.<module>`` finds this checkout) and ``extra`` set."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env.update(extra)

@@ -1,6 +1,6 @@
 """The scan benchmark's cache flush: sized from the last-level cache that Linux reports."""
 
-from kernels.bench.timing import Flusher, last_level_cache_bytes
+from lab.bench.scan.timing import Flusher, last_level_cache_bytes
 
 
 def _cache_dir(tmp_path, sizes):

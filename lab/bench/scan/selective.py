@@ -2,7 +2,7 @@
 call, and the peak extra resident memory of the Numba kernels and of :func:`kernels.selective_scan_ref`.
 
 The memory figure needs a fresh process: :func:`bench_selective` runs this module as a child,
-``python -m kernels.bench.selective '[impl, mode, batch, channels, length, state, repeats, malloc_reuse]'``, which
+``python -m lab.bench.scan.selective '[impl, mode, batch, channels, length, state, repeats, malloc_reuse]'``, which
 prints one JSON line. Quick runs call :func:`measure` in this process instead (no meaningful memory figure then).
 """
 
@@ -164,7 +164,7 @@ def bench_selective(impl, mode, sizes, repeats, in_process=False, malloc_reuse=F
         r["peak_extra_bytes"] = float("nan")
         return r
     out = subprocess.run(
-        [sys.executable, "-m", "kernels.bench.selective", json.dumps(args)],
+        [sys.executable, "-m", "lab.bench.scan.selective", json.dumps(args)],
         capture_output=True,
         text=True,
         env=child_env(),

@@ -22,8 +22,8 @@ def bandwidth(rows: int, t: int, flush, repeats: int) -> dict[str, float]:
     (key ``"1"``) and all Numba threads (``"all"``)."""
     import numba
 
-    from .._common import empty_offset
-    from .._numba.linear_scan import axpy_rows
+    from kernels._common import empty_offset
+    from kernels._numba.linear_scan import axpy_rows
 
     a = torch.rand(rows, t)
     b = torch.randn(rows, t)
@@ -83,9 +83,9 @@ def bench_linear(shape, dim, flush, repeats, jax_run, budget):
     Returns:
         ``({(impl, mode): [seconds, ...]}, bandwidth GB/s of out=a*b+b on this case's arrays in the same rounds)``.
     """
-    from .._common import empty_offset, numba_threads_for
-    from .._numba.linear_scan import axpy_rows
-    from ..linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
+    from kernels._common import empty_offset, numba_threads_for
+    from kernels._numba.linear_scan import axpy_rows
+    from kernels.linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
 
     a = torch.rand(shape) * 0.5 + 0.5
     b = torch.randn(shape)

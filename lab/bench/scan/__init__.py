@@ -26,12 +26,12 @@ a shared machine hits them alike):
 * first-call time of ``linear_scan`` in a fresh process, with Numba's on-disk cache warm and (full run) cold.
 
 Modules: :mod:`.timing` (flushing, round-robin timing), :mod:`.linear`, :mod:`.selective` and :mod:`.first_call`
-(both also run as child processes with ``python -m``), :mod:`.ssd`, :mod:`.scan` (the driver), :mod:`.report`.
+(both also run as child processes with ``python -m``), :mod:`.ssd`, :mod:`.run` (the driver), :mod:`.report`.
 """
 
 from __future__ import annotations
 
 from .report import format_scan_bench
-from .scan import run_scan_bench
+from .run import run_scan_bench
 
 __all__ = ["format_scan_bench", "run_scan_bench"]

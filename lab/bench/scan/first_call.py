@@ -1,7 +1,7 @@
 """First-call time of ``linear_scan``: how long the first forward+backward takes in a fresh process (loading the
 compiled kernels from Numba's on-disk cache, or compiling them when the cache is empty).
 
-:func:`first_call` runs this module as a child, ``python -m kernels.bench.first_call``, which prints the seconds.
+:func:`first_call` runs this module as a child, ``python -m lab.bench.scan.first_call``, which prints the seconds.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def first_call(cold: bool) -> float:
     """
     with tempfile.TemporaryDirectory() as tmp:
         env = child_env(NUMBA_CACHE_DIR=tmp) if cold else child_env()
-        cmd = [sys.executable, "-m", "kernels.bench.first_call"]
+        cmd = [sys.executable, "-m", "lab.bench.scan.first_call"]
         if not cold:  # fill the cache first: just after the kernels' source changed it holds nothing to load
             subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)

@@ -21,7 +21,7 @@ def bench_ssd(sizes, chunk, flush, repeats, budget) -> dict[tuple[str, str], lis
     Returns:
         ``{(impl, mode): [seconds, ...]}`` with mode ``"fwd"`` or ``"fwd_bwd"``. Seeds torch's global RNG.
     """
-    from ..ssd import ssd, ssd_ref
+    from kernels.ssd import ssd, ssd_ref
 
     bsz, length, heads, headdim, state = sizes
     torch.manual_seed(0)

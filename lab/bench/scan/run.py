@@ -1,5 +1,5 @@
 """The scan benchmark's driver: :func:`run_scan_bench` runs every part and gathers them in one Dataset (what is
-measured: see :mod:`kernels.bench`)."""
+measured: see :mod:`lab.bench.scan`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
     import numba
     import xarray as xr
 
-    from .._common import reuse_freed_memory
+    from kernels._common import reuse_freed_memory
+
     from .first_call import first_call  # imported here: both also run as child processes (python -m), which
     from .selective import bench_selective  # then do not find themselves already imported by this package
 

@@ -40,8 +40,9 @@ import numpy as np
 import xarray as xr
 
 from lab.checks import bad_value
-from lab.datasets.pde.etdrk4 import rollout, solver_threads
+from lab.datasets.pde.etdrk4 import solver_threads
 from lab.datasets.pde.initial import random_sines, random_vorticity
+from lab.datasets.pde.rollout import rollout
 from lab.datasets.pde.steppers import BurgersStepper, KdVStepper, KSStepper, NavierStokes2DStepper
 
 __all__ = ["BENCH_CASES", "format_pde_bench", "numpy_etdrk4_rollout", "run_pde_bench"]

@@ -35,8 +35,9 @@ Taylor-Green vortex.  Exact solutions (:mod:`~lab.datasets.pde.exact`) and
 benchmark is :mod:`lab.bench.pde`.
 """
 
-from .data import EQUATIONS, make_pde_dataset, make_stepper, pde_dataset_config
-from .etdrk4 import SpectralStepper, advance, etdrk4_coefficients, rollout
+from .data import make_pde_dataset, pde_dataset_config
+from .equations import EQUATIONS, make_stepper
+from .etdrk4 import SpectralStepper, etdrk4_coefficients
 from .exact import burgers_cole_hopf, heat_exact, kdv_soliton
 from .initial import (
     ks_initial_condition,
@@ -46,6 +47,7 @@ from .initial import (
     sine_series,
     taylor_green_vorticity,
 )
+from .rollout import advance, rollout
 from .steppers import (
     BurgersStepper,
     HeatStepper,

@@ -22,7 +22,8 @@ import numpy as np
 
 from lab.checks import check_int, check_real
 
-from .etdrk4 import SpectralStepper, advance
+from .etdrk4 import SpectralStepper
+from .rollout import advance
 from .steppers import velocity_from_vorticity
 
 __all__ = [

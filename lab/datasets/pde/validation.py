@@ -32,9 +32,9 @@ import math
 
 import numpy as np
 
-from .etdrk4 import advance, rollout
 from .exact import burgers_cole_hopf, heat_exact, kdv_soliton
 from .initial import random_sines, random_vorticity, taylor_green_vorticity
+from .rollout import advance, rollout
 from .steppers import BurgersStepper, HeatStepper, KdVStepper, KSStepper, NavierStokes2DStepper
 
 __all__ = [

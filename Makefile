@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 
 help:
 	@echo "make report   install, execute every notebook (PROFILE=$(PROFILE)), write reports/$(PROFILE)/index.html"
-	@echo "make test     install (chromium too), run the tests (not the slow ones)"
+	@echo "make test     install (chromium too), run the tests (not the slow ones) in $(WORKERS) workers"
 	@echo "make test-all the tests including the slow ones"
 	@echo "make serve    serve the dashboards on http://127.0.0.1:5006"
 	@echo "make bench    lab bench scan, pde and layers (lab bench gpu on a CUDA machine)"
@@ -49,11 +49,15 @@ chromium:
 		exit 1; \
 	fi
 
+# two pytest-xdist workers on the 2 cores; a method's tests share one worker (and its ci run), see tests/conftest.py
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test: install chromium
-	$(BIN)/python -m pytest -m "not slow" -q
+	$(PYTEST) -m "not slow"
 
 test-all: install chromium
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 lint: install
 	$(BIN)/ruff check lab kernels dashboards tests

@@ -120,6 +120,30 @@ def wait_for_bokeh(page, timeout: float = 60_000) -> None:
 
 os.environ.setdefault("LAB_TEST", "1")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # share the cores between the workers rather than oversubscribe them
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+
+
+def shared_once(tmp_path_factory, name: str, build):
+    """``build(folder) -> dict`` (JSON) run once per test run, shared by every pytest-xdist worker and every re-setup
+    of a fixture: the first to ask builds it under a file lock, the others wait and read it. Returns
+    ``(folder, dict)``."""
+    import json
+
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder, done = root / name, root / f"{name}.done.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            done.write_text(json.dumps(build(folder)))
+    return folder, json.loads(done.read_text())
+
 
 @pytest.fixture(scope="session")
 def ci_result():
@@ -152,11 +176,28 @@ def ci_dashboard_data(monkeypatch, tmp_path, *fns):
             fn.cache_clear()
 
 
-def wait_for_job(job, deadline: float) -> None:
-    """Poll a dashboard's background job (as the served page's periodic callback does) until it stops running or
-    ``time.time()`` passes ``deadline``."""
-    import time
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), keep together on one worker what shares a
+    session fixture: a method's tests (its ``ci_result`` run is computed once), and the tests of one module-scoped
+    fixture (the ci report's notebooks execute once)."""
+    from lab import registry
 
-    while job.running and time.time() < deadline:
-        time.sleep(0.2)
-        job._poll()
+    slugs = set(registry.slugs())
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        callspec = getattr(item, "callspec", None)
+        slug = callspec.params.get("slug") if callspec else None
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        if module.startswith("test_") and module[5:] in slugs:
+            slug = module[5:]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if module == "test_report":
+            group = "report"  # report_dir and dam_report: one execution of the notebooks each
+        elif "ci_result" in fixtures and slug in slugs:
+            group = f"method-{slug}"
+        elif slug in slugs and module.startswith("test_") and module[5:] == slug:
+            group = f"method-{slug}"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -2,21 +2,28 @@
 index shows each method's claims table and links its notebook's HTML."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
 from lab import registry
 from lab.cli import cli
+from tests.conftest import shared_once
 
 pytestmark = pytest.mark.notebook
 
 
 @pytest.fixture(scope="module")
 def report_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reports")
-    result = CliRunner().invoke(cli, ["report", "--profile", "ci", "--jobs", "2", "--out", str(out)])
-    return out / "ci", result
+    """The ci report of every notebook, executed once per test run (shared by the xdist workers)."""
+
+    def build(out):
+        result = CliRunner().invoke(cli, ["report", "--profile", "ci", "--jobs", "2", "--out", str(out)])
+        return {"output": result.output, "exit_code": result.exit_code}
+
+    out, result = shared_once(tmp_path_factory, "reports", build)
+    return out / "ci", SimpleNamespace(**result)
 
 
 @pytest.mark.parametrize("slug", registry.slugs())
@@ -198,9 +205,12 @@ def dam_report(tmp_path_factory):
     """One good local run of DAM's ci notebook (the reports folder), shared by the tests that copy it."""
     from lab import report
 
-    out = tmp_path_factory.mktemp("dam-report")
-    summary = report.build_report(["dam"], profile="ci", jobs=1, out=out)
-    assert summary.all_executed, summary.to_text()
+    def build(out):
+        summary = report.build_report(["dam"], profile="ci", jobs=1, out=out)
+        return {"all_executed": summary.all_executed, "text": summary.to_text()}
+
+    out, summary = shared_once(tmp_path_factory, "dam-report", build)
+    assert summary["all_executed"], summary["text"]
     return out
 
 

@@ -18,10 +18,10 @@ import math
 import numpy as np
 from numba import njit, prange
 
-_FLAGS = {"nsz", "contract", "arcp", "reassoc", "afn"}  # no 'nnan'/'ninf': NaN and inf propagate
+from .common import FAST_FLAGS
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def ssd_bmm(C, B, out):
     """``out[b, c, g, i, j] = C[b, c, i, g] . B[b, c, j, g]`` (every i, j of the chunk)."""
     n_b, n_c, q, n_g, n_s = B.shape
@@ -40,7 +40,7 @@ def ssd_bmm(C, B, out):
                 row[j] = acc
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def ssd_chunk_state(B, x, dt, cum, out):
     """``out[b, c, h] = sum_j exp(cum[q-1] - cum[j]) dt[j] x[j, h] B[j, g]^T`` (the state a chunk leaves from 0)."""
     n_b, n_c, q, n_h, n_p = x.shape
@@ -65,7 +65,7 @@ def ssd_chunk_state(B, x, dt, cum, out):
                     sp[n] += wx * bj[n]
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def ssd_state_passing(chunk_states, cum, h0, states, final):
     """``states[b, c]`` = the state entering chunk ``c``; ``h <- exp(cum[c, q-1]) h + chunk_states[c]``."""
     n_b, n_c, n_h, n_p, n_s = chunk_states.shape
@@ -84,7 +84,7 @@ def ssd_state_passing(chunk_states, cum, h0, states, final):
         final[b, h] = cur
 
 
-@njit(parallel=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+@njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
 def ssd_chunk_scan(CB, x, dt, cum, C, states, out):
     """``out[b, c, i, h] = sum_{j <= i} CB[i, j] exp(cum[i] - cum[j]) dt[j] x[j, h] + exp(cum[i]) states[c, h] C[i]``
     (before the D skip and the z gate)."""

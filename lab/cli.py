@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from lab.bench import BENCHES  # a light table: each benchmark is imported when it runs
+
 EXIT_OK, EXIT_CLAIM_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
@@ -253,14 +255,6 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
             point = ", ".join(f"{k}={v}" for k, v in f["point"].items())
             click.echo(f"failed: {point}: {f['error']}", err=True)
         sys.exit(1)
-
-
-BENCHES = {
-    "scan": ("kernels.bench", "run_scan_bench", "format_scan_bench"),
-    "pde": ("lab.datasets.pde.bench", "run_pde_bench", "format_pde_bench"),
-    "layers": ("lab.core.bench", "run_layers_bench", "format_layers_bench"),
-    "gpu": ("kernels.bench.gpu", "run_gpu_bench", "format_gpu_bench"),
-}
 
 
 @cli.command()

@@ -179,3 +179,28 @@ def test_the_scan_finds_a_lazy_circle_and_names_its_lines(toy_tree):
     (cycle,) = import_cycles(graph)
     assert cycle == ["lab.a", "lab.b", "lab.c.d", "lab.a"]
     assert _describe(graph, cycle) == "lab.a (line 2) -> lab.b (line 1) -> lab.c.d (line 4) -> lab.a"
+
+
+def test_contributing_layout_matches_the_tree():
+    """CONTRIBUTING.md's Layout block names every module and package of lab/ and nothing that is not there."""
+    import re
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = text.split("## Layout", 1)[1].split("```")[1]
+    named_in_lab, missing = set(), []
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        for token in re.findall(r"(?<![\w/.`<])([a-z_]+(?:\.py|/))(?=\s|$|<)", line):
+            if token == "lab/" and indent == 0:
+                continue
+            path = (ROOT / "lab" / token) if indent == 2 else (ROOT / token) if indent == 0 else None
+            if path is None or "<" in token:
+                continue
+            if not path.exists():
+                missing.append(token)
+            if indent == 2:
+                named_in_lab.add(token.rstrip("/").removesuffix(".py"))
+    assert not missing, f"CONTRIBUTING.md's layout names what the tree lacks: {missing}"
+    present = {p.stem for p in (ROOT / "lab").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    present |= {p.name for p in (ROOT / "lab").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert not present - named_in_lab, f"CONTRIBUTING.md's layout lacks {sorted(present - named_in_lab)}"

@@ -22,8 +22,7 @@ def bandwidth(rows: int, t: int, flush, repeats: int) -> dict[str, float]:
     (key ``"1"``) and all Numba threads (``"all"``)."""
     import numba
 
-    from kernels._common import empty_offset
-    from kernels._numba.linear_scan import axpy_rows
+    from kernels.measure import axpy_rows, empty_offset
 
     a = torch.rand(rows, t)
     b = torch.randn(rows, t)
@@ -83,9 +82,8 @@ def bench_linear(shape, dim, flush, repeats, jax_run, budget):
     Returns:
         ``({(impl, mode): [seconds, ...]}, bandwidth GB/s of out=a*b+b on this case's arrays in the same rounds)``.
     """
-    from kernels._common import empty_offset, numba_threads_for
-    from kernels._numba.linear_scan import axpy_rows
     from kernels.linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
+    from kernels.measure import axpy_rows, empty_offset, numba_threads_for
 
     a = torch.rand(shape) * 0.5 + 0.5
     b = torch.randn(shape)

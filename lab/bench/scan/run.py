@@ -31,7 +31,7 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
     import numba
     import xarray as xr
 
-    from kernels._common import reuse_freed_memory
+    from kernels.measure import reuse_freed_memory
 
     from .first_call import first_call  # imported here: both also run as child processes (python -m), which
     from .selective import bench_selective  # then do not find themselves already imported by this package

@@ -2,13 +2,16 @@
 
 A method's notebook has one cell tagged ``parameters``::
 
-    profile = "quick"  # ci, quick or full
-    result_path = ""  # where to save the results NetCDF ("": not saved)
-    N = None  # int, an integer in [16, 100000]: Number of spins. (None: the profile's value)
+    profile = "quick"  # type: str  ci, quick, full: the values of every field left at None
+    result_path = ""  # type: str  where to save the results NetCDF ("": not saved)
+    N = None  # type: int  an integer in [16, 100000]. Number of spins of the order-n network.
+    update = None  # type: str  one of 'sync', 'async'. Synchronous (all spins at once, ...) or asynchronous ...
+    alphas = None  # type: list[float]  comma-separated; each value a finite number in (0, 10], ... Loads ...
     ...
 
-so that ``papermill --help-notebook notebooks/01_dam.ipynb`` lists every field with its doc and
-``papermill notebooks/01_dam.ipynb out.ipynb -p N 512`` overrides one. The notebook then runs::
+so that ``papermill --help-notebook notebooks/01_dam.ipynb`` lists every field with its type, what it allows and its
+doc (papermill reads ``# type: T`` with ``T`` one word, then the help), and ``papermill notebooks/01_dam.ipynb
+out.ipynb -p N 512`` overrides one (a list as ``-p alphas 0.01,0.02``). The notebook then runs::
 
     result = lab.run("dam", profile, save_to=result_path, **lab.notebook_overrides("dam", globals()))
 
@@ -24,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from lab import registry
-from lab.config import PROFILE_NAMES, field_specs, type_name
+from lab.config import PROFILE_NAMES, FieldSpec, field_specs
 from lab.io import atomic_write_text
 
-__all__ = ["help_text", "notebook_overrides", "parameters_source", "sync_parameters"]
+__all__ = ["help_text", "notebook_overrides", "parameters_source", "sync_parameters", "type_word"]
 
 
 def help_text(text: str) -> str:
@@ -38,18 +41,27 @@ def help_text(text: str) -> str:
     return text
 
 
+def type_word(spec: FieldSpec) -> str:
+    """A field's type as one word, the way papermill reads a ``# type:`` comment (``int``, ``list[float]``; a
+    Literal's choices are its element type, its values go to the help)."""
+    word = getattr(spec.element_type, "__name__", str(spec.element_type))
+    return f"list[{word}]" if spec.is_tuple else word
+
+
 def parameters_source(slug: str) -> str:
-    """The text of method ``slug``'s parameters cell."""
+    """The text of method ``slug``'s parameters cell: ``name = None  # type: T  allowed. doc`` per Config field."""
     cfg = registry.get(slug).config
     lines = [
-        f'profile = "quick"  # {", ".join(PROFILE_NAMES)}: the values of every field left at None',
-        'result_path = ""  # where to save the results NetCDF ("": not saved)',
+        f'profile = "quick"  # type: str  {", ".join(PROFILE_NAMES)}: the values of every field left at None',
+        'result_path = ""  # type: str  where to save the results NetCDF ("": not saved)',
     ]
     for spec in field_specs(cfg).values():
         allowed = spec.allowed()
+        if spec.is_tuple:
+            allowed = f"comma-separated; {allowed}"
         doc = " ".join(spec.doc.split())
-        comment = help_text(f"{type_name(spec.type)}{'; ' + allowed if allowed else ''}. {doc}")
-        lines.append(f"{spec.name} = None  # {comment}")
+        comment = help_text(f"{allowed}. {doc}" if allowed else doc)
+        lines.append(f"{spec.name} = None  # type: {type_word(spec)}  {comment}")
     return "\n".join(lines)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import shutil
+import textwrap
 from dataclasses import dataclass, field
 
 from lab.claims.claim import ClaimResult, fmt
@@ -32,6 +34,11 @@ def competence_text(r: ClaimResult) -> str:
         return f"analytic control: {r.control_analytic}"
     return ""
 
+
+#: the text table's width when the output is not a terminal (and ``$COLUMNS`` unset)
+TEXT_WIDTH = 118
+#: the fewest characters of a description per line, however narrow the terminal
+MIN_TEXT = 30
 
 #: the CSS class of each verdict in the HTML tables
 VERDICT_CLASS = {"holds": "pass", "fails": "fail", "control not competent": "fail", "does not discriminate": "fail",
@@ -103,28 +110,49 @@ class ClaimsTable:
     def summary(self) -> str:
         return f"{self.n_holding}/{self.n_claims} claims hold"
 
-    def to_text(self, width: int = 118) -> str:
-        lines = []
-        name_w = max([len(r.name) + 1 for r in self.results] + [5])
-        lines.append(f"{'claim':<{name_w}}  {'measured':>12}  {'control':>16}  {'required':>10}  verdict")
-        lines.append("-" * (name_w + 64))
-        for r in self.results:
-            req = "-" if r.verdict == "reported" else f"{r.op} {fmt(r.threshold)}"
-            name = f"{r.name}*" if r.headline else r.name
-            lines.append(f"{name:<{name_w}}  {fmt(r.measured):>12}  {_control_text(r):>16}  {req:>10}  "
-                         f"{r.verdict}")
-            lines.append(f"{'':<{name_w}}  {r.statement[: width - name_w - 2]}")
+    def to_text(self, width: int | None = None) -> str:
+        """The table as text ``width`` characters wide (default: the terminal's, which honours ``$COLUMNS``; 118
+        when not a terminal); descriptions wrap at word boundaries, never mid-word."""
+        if width is None:
+            width = shutil.get_terminal_size((TEXT_WIDTH, 24)).columns
+        rows = [(f"{r.name}*" if r.headline else r.name, fmt(r.measured), _control_text(r),
+                 "-" if r.verdict == "reported" else f"{r.op} {fmt(r.threshold)}", r.verdict) for r in self.results]
+        head = ("claim", "measured", "control", "required", "verdict")
+        widths = [max(len(row[i]) for row in [head, *rows]) + (i == 0) for i in range(5)]
+        numbers_w = sum(widths[1:4]) + 6 + widths[4]
+        # a name column when the rows fit the width; else each name on its own line, its numbers under it
+        stacked = widths[0] + 2 + numbers_w > width
+        indent = " " * (4 if stacked else widths[0] + 2)
+        wrap_w = max(width, len(indent) + MIN_TEXT)
+        lines: list[str] = []
+
+        def block(text: str, lead: str = "") -> None:
+            lines.extend(textwrap.wrap(lead + text, wrap_w, initial_indent=indent,
+                                       subsequent_indent=indent + " " * len(lead), break_long_words=False,
+                                       break_on_hyphens=False) or [indent + lead])
+
+        def numbers(row: tuple[str, ...]) -> str:
+            return "  ".join(f"{v:>{w}}" for v, w in zip(row[1:4], widths[1:4])) + f"  {row[4]}"
+
+        if stacked:
+            lines += [head[0], "  " + numbers(head), "-" * min(2 + numbers_w, wrap_w)]
+        else:
+            lines += [f"{head[0]:<{widths[0]}}  {numbers(head)}", "-" * (widths[0] + 2 + numbers_w)]
+        for r, row in zip(self.results, rows):
+            lines += [row[0], "  " + numbers(row)] if stacked else [f"{row[0]:<{widths[0]}}  {numbers(row)}"]
+            block(r.statement)
             if r.per_seed:
-                lines.append(f"{'':<{name_w}}  seeds: {_measured_text(r)}")
-            if r.control_label or r.control_why:
-                what = f"control: {r.control_label}" if r.control_label else f"no control: {r.control_why}"
-                lines.append(f"{'':<{name_w}}  {what[: width - name_w - 2]}")
+                block(_measured_text(r), "seeds: ")
+            if r.control_label:
+                block(r.control_label, "control: ")
+            elif r.control_why:
+                block(r.control_why, "no control: ")
             for c in r.competence:
-                lines.append(f"{'':<{name_w}}  competence: {c.text()[: width - name_w - 14]}")
+                block(c.text(), "competence: ")
             if r.control_analytic and not r.competence:
-                lines.append(f"{'':<{name_w}}  analytic control: {r.control_analytic[: width - name_w - 20]}")
+                block(r.control_analytic, "analytic control: ")
             if r.detail:
-                lines.append(f"{'':<{name_w}}  ({r.detail[: width - name_w - 4]})")
+                block(f"({r.detail})")
         lines.append(self.summary() + ("  (* the headline claim)" if self.headline else ""))
         return "\n".join(lines)
 

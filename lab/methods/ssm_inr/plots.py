@@ -14,45 +14,59 @@ LABELS = {"lpnet_s3k": "LPNet-S3K", "lpnet_conv": "LPNet-Conv", "lpnet_conv_b": 
           "lpnet_mamba": "LPNet-Mamba", "s3k_flat": "S3K, no pyramid", "s3k_image_pyramid": "S3K, image pyramid",
           "s3k_stacked": "S3K stacked x2", "mamba_flat": "Mamba, no pyramid",
           "mamba_image_pyramid": "Mamba, image pyramid", "convnext": "ConvNeXt", "siren": "SIREN"}
-COLOURS = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(LABELS)}
-SIDE = 220
+#: one colour per variant (PALETTE has 10 and there are 11 variants: the 11th would repeat the first)
+COLOURS = dict(zip(LABELS, (*PALETTE, "#9aa33a")))
+SIDE = 200
 
 
-def image(rgb: np.ndarray, title: str) -> hv.RGB:
-    """An RGB image ``(3, H, W)`` in [0, 1]."""
-    arr = np.clip(np.asarray(rgb, float), 0, 1).transpose(1, 2, 0)[::-1]  # hv's y axis points up
-    return hv.RGB(arr, bounds=(0, 0, arr.shape[1], arr.shape[0])).opts(
-        title=title, width=SIDE, height=SIDE, xaxis=None, yaxis=None, toolbar=None)
+def _raster(element, title: str, side: int = SIDE, **extra):
+    """Square pixels (``side`` wide), no axes; hv.Image and hv.RGB draw an array's row 0 at the top of their bounds,
+    as an image is stored, so the arrays go in unflipped."""
+    return element.opts(title=title, frame_width=side, data_aspect=1, xaxis=None, yaxis=None, toolbar=None,
+                        **extra)
 
 
-def error_map(original: np.ndarray, recon: np.ndarray, title: str) -> hv.Image:
-    """Absolute error averaged over the channels, ``(3, H, W)`` inputs."""
-    err = np.abs(np.asarray(original, float) - np.asarray(recon, float)).mean(0)[::-1]
-    return hv.Image(err, bounds=(0, 0, err.shape[1], err.shape[0]), vdims="|error|").opts(
-        title=title, cmap="magma", colorbar=True, clim=(0, max(float(err.max()), 1e-3)), width=SIDE + 60,
-        height=SIDE, xaxis=None, yaxis=None, toolbar=None, tools=["hover"])
+def image(rgb: np.ndarray, title: str, side: int = SIDE) -> hv.RGB:
+    """An RGB image ``(3, H, W)`` in [0, 1], drawn the right way up."""
+    arr = np.clip(np.asarray(rgb, float), 0, 1).transpose(1, 2, 0)
+    return _raster(hv.RGB(arr, bounds=(0, 0, arr.shape[1], arr.shape[0])), title, side)
 
 
-def pyramid_level(level: np.ndarray, index: int, last: bool) -> hv.Image:
+def error_map(original: np.ndarray, recon: np.ndarray, title: str, side: int = SIDE, clim: float | None = None,
+              colorbar: bool = True) -> hv.Image:
+    """Absolute error averaged over the channels, ``(3, H, W)`` inputs (colour scale 0 to ``clim``, by default the
+    largest error)."""
+    err = np.abs(np.asarray(original, float) - np.asarray(recon, float)).mean(0)
+    top = clim if clim is not None else max(float(err.max()), 1e-3)
+    return _raster(hv.Image(err, bounds=(0, 0, err.shape[1], err.shape[0]), vdims="|error|"), title, side,
+                   cmap="magma", colorbar=colorbar, clim=(0, top), tools=["hover"])
+
+
+def pyramid_level(level: np.ndarray, index: int, last: bool, side: int = SIDE) -> hv.Image:
     """One pyramid level ``(3, h, w)``: the band-pass levels as grey detail, the low-pass as colour."""
     if last:
-        return image(level, f"level {index}: low-pass ({level.shape[-1]}²)")
-    detail = np.asarray(level, float).mean(0)[::-1]
+        return image(level, f"level {index}: low-pass ({level.shape[-1]}²)", side)
+    detail = np.asarray(level, float).mean(0)
     lim = max(float(np.abs(detail).max()), 1e-3)
-    return hv.Image(detail, bounds=(0, 0, detail.shape[1], detail.shape[0]), vdims="detail").opts(
-        title=f"level {index}: band-pass ({level.shape[-1]}²)", cmap="RdBu_r", clim=(-lim, lim), width=SIDE,
-        height=SIDE, xaxis=None, yaxis=None, toolbar=None)
+    return _raster(hv.Image(detail, bounds=(0, 0, detail.shape[1], detail.shape[0]), vdims="detail"),
+                   f"level {index}: band-pass ({level.shape[-1]}²)", side, cmap="RdBu_r", clim=(-lim, lim))
 
 
-def reconstructions(ds: xr.Dataset, variants=("lpnet_s3k", "lpnet_conv", "convnext", "siren")) -> hv.Layout:
-    """The first datum's first frame, each variant's reconstruction and its error map."""
+def reconstructions(ds: xr.Dataset, variants=("lpnet_s3k", "lpnet_conv", "convnext", "siren"),
+                    side: int = 170) -> hv.Layout:
+    """The first datum's first frame and each variant's reconstruction in one row, their error maps (one colour
+    scale) under them."""
     orig = ds.original.isel(frame=0).values
-    items = [image(orig, f"original ({ds.attrs['first_datum']})")]
-    for v in variants:
-        rec = ds.reconstruction.sel(variant=v).isel(frame=0).values
+    recs = {v: ds.reconstruction.sel(variant=v).isel(frame=0).values for v in variants}
+    top = max(max(float(np.abs(orig - r).mean(0).max()) for r in recs.values()), 1e-3)
+    items = [image(orig, f"original ({ds.attrs['first_datum']})", side)]
+    for v, rec in recs.items():
         p = float(ds.psnr.sel(variant=v).isel(datum=0, seed=0))
-        items += [image(rec, f"{LABELS[v]} {p:.2f} dB"), error_map(orig, rec, f"{LABELS[v]} error")]
-    return hv.Layout(items).cols(3)
+        items.append(image(rec, f"{LABELS[v]}: {p:.2f} dB", side))
+    items.append(hv.Empty())
+    items += [error_map(orig, rec, f"{LABELS[v]} error", side, clim=top, colorbar=v == variants[-1])
+              for v, rec in recs.items()]
+    return hv.Layout(items).cols(len(variants) + 1)
 
 
 def psnr_bars(ds: xr.Dataset) -> hv.Overlay:
@@ -78,7 +92,8 @@ def rd_curves(rows: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "PSNR
                               label=LABELS.get(v, v)).opts(color=COLOURS.get(v, "black")))
         items.append(hv.Scatter((x, y), "parameters", "PSNR (dB)", label=LABELS.get(v, v)).opts(
             color=COLOURS.get(v, "black"), size=8, tools=["hover"]))
-    return hv.Overlay(items).opts(title=title, logx=True, legend_position="bottom_right", **curve_opts())
+    return hv.Overlay(items).opts(title=title, logx=True, legend_position="right", padding=0.08,
+                                  **curve_opts(width=600))
 
 
 def rate_distortion(ds: xr.Dataset) -> hv.Overlay:
@@ -93,7 +108,7 @@ def loss_curves(ds: xr.Dataset) -> hv.Overlay:
     items = [hv.Curve((ds.point.values, ds.loss.sel(variant=v).isel(datum=0, seed=0).values), "training step",
                       "MSE", label=LABELS[v]).opts(color=COLOURS[v]) for v in ds.variant.values]
     return hv.Overlay(items).opts(title=f"training loss ({ds.attrs['first_datum']})", logy=True,
-                                  legend_position="top_right", **curve_opts(width=700))
+                                  legend_position="right", **curve_opts(width=640))
 
 
 def discussion(ds: xr.Dataset) -> str:

@@ -25,7 +25,7 @@ def collect(m, key: str, seconds: float, error: str | None, out_dir: Path) -> No
 
     run = NotebookRun(m.slug, m.title, m.paper, m.notebook, None, seconds, error)
     ipynb = out_dir / m.notebook
-    html_path = to_html(ipynb)
+    html_path = to_html(ipynb, m.title)
     run.html = html_path.name if html_path else None
     headline = headline_path(out_dir, m.slug)
     png = None

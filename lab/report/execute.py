@@ -79,6 +79,24 @@ def _execute_remote(slug: str, notebook: str, source: bytes, profile: str) -> di
         }
 
 
+def _kernel_manager():
+    """The kernel manager class of the notebook runs: its kernel talks over local IPC sockets (in Jupyter's runtime
+    folder), not TCP, so ipykernel has no unencrypted TCP to warn about on every run; TCP where IPC is missing
+    (Windows)."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    if os.name == "nt":
+        return AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _ipc(self) -> str:
+            return "ipc"
+
+    return IpcKernelManager
+
+
 def _run_papermill(slug: str, src: Path, out: Path, profile: str, env: dict[str, str]) -> tuple[float, str | None]:
     """Papermill on ``src`` into ``out`` (the executed notebook and ``<slug>.nc``), the kernel inheriting ``env``;
     returns (seconds, error or None). The notebook runs in ``notebooks/`` where this machine has one."""
@@ -90,7 +108,8 @@ def _run_papermill(slug: str, src: Path, out: Path, profile: str, env: dict[str,
     try:
         pm.execute_notebook(str(src), str(out / src.name),
                             parameters={"profile": profile, "result_path": str(out / f"{slug}.nc")},
-                            kernel_name=KERNEL_NAME, cwd=str(cwd), progress_bar=False, log_output=False)
+                            kernel_name=KERNEL_NAME, cwd=str(cwd), progress_bar=False, log_output=False,
+                            kernel_manager_class=_kernel_manager())
         error = None
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"

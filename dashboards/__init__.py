@@ -1,10 +1,11 @@
 """Panel dashboards, thin over ``lab``: each composes one or more method panels (:mod:`dashboards.panels`).
 
-``lab serve`` serves them all (or some) on localhost with an index page. Every module ``dashboards/<name>.py`` that
-declares ``METHOD`` is an app: ``METHOD`` is the slug it shows (or a tuple of slugs, its own first), ``TITLE`` its
-page title, ``DESCRIPTION`` one line for ``lab serve --list``, and ``Dashboard`` its class (a
-:class:`~dashboards.panels.MethodPanel` or a :class:`~dashboards.panels.MethodDashboard`). The declarations are read
-without importing the apps (:func:`describe_dashboards`); an app's module is imported only when it is served.
+``lab serve`` serves them all (or some) on localhost with the lab's index page (:mod:`dashboards.index`). Every
+module ``dashboards/<name>.py`` that declares ``METHOD`` is an app: ``METHOD`` is the slug it shows (or a tuple of
+slugs, its own first), ``TITLE`` its page title, ``DESCRIPTION`` one line for ``lab serve --list`` and the index, and
+``Dashboard`` its class (a :class:`~dashboards.panels.MethodPanel` or a :class:`~dashboards.panels.MethodDashboard`).
+The declarations are read without importing the apps (:func:`describe_dashboards`); an app's module is imported only
+when it is served.
 """
 
 from __future__ import annotations
@@ -77,9 +78,11 @@ def app_factory(name: str) -> Callable[[], object]:
 
 def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.0.1", show: bool = False,
                threaded: bool = False, start: bool = True):
-    """Serve the named apps with Panel's index page listing them; blocks until stopped unless ``threaded``."""
+    """Serve the named apps with the lab's index page (:mod:`dashboards.index`) listing them at ``/``; blocks until
+    stopped unless ``threaded``."""
     import panel as pn
 
+    from dashboards.index import index_patterns
     from lab import setup_process
 
     setup_process()
@@ -94,6 +97,7 @@ def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.
         websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
         show=show,
         title={n: titles[n] for n in names},
+        extra_patterns=index_patterns(names),
         threaded=threaded,
         start=start,
     )

@@ -6,10 +6,11 @@ In a notebook, right after the cell that shows the method's most telling plot::
     lab.viz.headline(plots.order_comparison(ds, load))
 
 The plot is drawn again with HoloViews' matplotlib backend (a static image needs no JavaScript: the index stays
-small and opens anywhere), shown as an IPython ``Image`` whose output metadata carries
-``{"lab": {"headline": True}}``, and ``lab report`` finds it there (:func:`find_headline`). The bokeh options the
-method's plots set (colours, line widths and dashes, marker sizes, titles, log axes) are carried over to the
-matplotlib drawing where matplotlib has an equivalent; the rest fall back to matplotlib's defaults.
+small and opens anywhere) and carried in the output's metadata, ``{"lab": {"headline": True, "png": ...}}`` (the
+cell shows nothing: the plot is right above); ``lab report`` finds it there (:func:`find_headline`). The bokeh
+options the method's plots set (colours, line widths and dashes, marker sizes, titles, log axes) are carried over
+to the matplotlib drawing where matplotlib has an equivalent; the rest fall back to matplotlib's defaults. A legend
+goes beside the axes, never over the data.
 """
 
 from __future__ import annotations
@@ -73,10 +74,10 @@ def _mpl_options(element, hv) -> dict[str, Any]:
     for key in _PLOT:
         if key in plot and key in allowed_plot:
             out[key] = plot[key]
-    if "legend_position" in plot and "legend_position" in allowed_plot:
-        position = plot["legend_position"]
-        out["legend_position"] = position if position in ("right", "left", "top", "bottom", "top_right",
-                                                           "top_left", "bottom_left", "bottom_right") else "right"
+    if "legend_position" in allowed_plot:
+        # bokeh's corner positions lie over the data; in a small picture the legend goes beside the axes
+        position = plot.get("legend_position", "right")
+        out["legend_position"] = position if position in ("right", "left", "top", "bottom") else "right"
     return out
 
 
@@ -122,12 +123,16 @@ def headline_png(obj, *, max_pixels: int = MAX_PIXELS) -> bytes:
     check_int("max_pixels", max_pixels, 64, 4096)
     if not isinstance(obj, hv.core.Dimensioned):
         raise bad_value("obj", type(obj).__name__, "a HoloViews object (an element, overlay or layout)")
+    import warnings
+
     import holoviews.plotting.mpl  # noqa: F401  registers the matplotlib backend beside bokeh
     from matplotlib import pyplot as plt
 
     current = hv.Store.current_backend
     try:
-        fig = hv.render(_for_matplotlib(obj, hv), backend="matplotlib")
+        with warnings.catch_warnings():  # HoloViews passes edgecolors="none" to every scatter, 'x' markers too
+            warnings.filterwarnings("ignore", "You passed an edgecolor/edgecolors", UserWarning)
+            fig = hv.render(_for_matplotlib(obj, hv), backend="matplotlib")
     finally:
         hv.Store.set_current_backend(current)  # rendering must not change the notebook's backend (bokeh)
     try:
@@ -141,27 +146,31 @@ def headline_png(obj, *, max_pixels: int = MAX_PIXELS) -> bytes:
 
 
 def headline(obj, *, max_pixels: int = MAX_PIXELS) -> None:
-    """Show ``obj`` as the notebook's headline figure: a PNG that ``lab report`` puts in the index row.
+    """Mark ``obj`` as the notebook's headline figure: a PNG that ``lab report`` puts in the index row.
 
-    Call it once per notebook, in its own cell right after the cell that shows the plot interactively. Returns
-    nothing (the image is displayed, with output metadata ``{"lab": {"headline": True}}``).
+    Call it once per notebook, in its own cell right after the cell that shows the plot interactively. Shows nothing
+    (the plot is right above): the PNG rides in the output's metadata, ``{"lab": {"headline": True, "png":
+    <base64>}}``, and the report's notebook page leaves the cell out.
 
     Arguments:
         obj: a HoloViews object, typically one of the method's ``plots.py`` builders.
         max_pixels: the image's longest side in pixels.
     """
-    from IPython.display import Image, display
+    from IPython.display import display
 
-    png = headline_png(obj, max_pixels=max_pixels)
-    display(Image(data=png, format="png"), metadata={HEADLINE_KEY: {"headline": True}})
+    png = base64.b64encode(headline_png(obj, max_pixels=max_pixels)).decode("ascii")
+    display({"text/plain": ""}, raw=True, metadata={HEADLINE_KEY: {"headline": True, "png": png}})
 
 
 def find_headline(nb) -> bytes | None:
-    """The headline PNG of an executed notebook (an ``nbformat`` node or a dict), or None when it has none."""
+    """The headline PNG of an executed notebook (an ``nbformat`` node or a dict), or None when it has none (also
+    read from a displayed ``image/png``, as notebooks run before the PNG moved to the metadata carry it)."""
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            meta = output.get("metadata") or {}
-            if (meta.get(HEADLINE_KEY) or {}).get("headline") and "image/png" in output.get("data", {}):
-                data = output["data"]["image/png"]
+            meta = (output.get("metadata") or {}).get(HEADLINE_KEY) or {}
+            if not meta.get("headline"):
+                continue
+            data = meta.get("png") or output.get("data", {}).get("image/png")
+            if data:
                 return base64.b64decode("".join(data) if isinstance(data, list) else data)
     return None

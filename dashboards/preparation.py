@@ -11,7 +11,10 @@ settings it depends on::
 
 The work runs in a background thread and reads its settings from ``s`` (a named tuple of the ``on`` parameters,
 taken when it starts), never from the panel: the panel's settings may change while it works. It calls
-``report(done, total=None, **extra)`` to move the progress bar. :class:`Preparation` is the running state of one
+``report(done, total=None, **extra)`` to move the progress bar. The status line says "Loading <label>..." while the
+work only reads caches back, and the declared message ("Training ...") once it trains or builds a cache entry
+(:func:`lab.cache.watch_work` hears each :func:`lab.core.train.fit` and each cache miss): a preparation whose results
+are all cached never claims to train. :class:`Preparation` is the running state of one
 declaration in one panel: what is done (a set of settings snapshots), what failed (the error text per snapshot), the
 thread, and the page's progress bar and status line. When the thread ends, the panel's counter parameter named like
 the preparation is bumped (views depend on it) and the current settings are checked again: if they changed meanwhile,
@@ -28,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import panel as pn
+
+from lab.cache import watch_work
 
 __all__ = ["Preparation", "PreparationSpec", "preparation"]
 
@@ -60,9 +65,11 @@ def preparation(*, on: Sequence[str] = ("profile",), label: str | None = None, m
     Arguments:
         on: the panel parameters whose values the work depends on; ``s`` holds them (``s.profile``, ...).
         label: what it makes, for the placeholder (``waiting for <label>...``); default: the method's name.
-        message: the status line when it starts, a format string over ``s`` (default: ``Preparing <label>``).
-        describe: the status line once progress is reported: a format string over ``s`` and the reported
-            ``done``, ``total`` (integers) and extras, or a function ``(s, info) -> str``.
+        message: the status line once the work trains or builds a cache entry (:func:`lab.cache.watch_work`
+            hears it), a format string over ``s`` (default: ``Preparing <label>``); until then, and for work
+            that only reads caches back, the line says ``Loading <label>...``.
+        describe: the status line once progress is reported while training: a format string over ``s`` and the
+            reported ``done``, ``total`` (integers) and extras, or a function ``(s, info) -> str``.
         cached: ``cached(s) -> bool``: whether ``s`` is ready without any work (e.g. in memory already); it must be
             cheap, a view may call it.
     """
@@ -155,23 +162,27 @@ class Preparation:
         self.info = {"done": 0.0, "total": 1.0}
         self._failure = ""
         self._working = s
-        self.progress.max, self.progress.value, self.progress.visible = 1, 0, True
-        self.status.object = self.spec.message.format(**s._asdict())
-        work, panel = self.spec.work, self.panel
+        self.progress.max, self.progress.value, self.progress.visible = 1, 0, False
+        self.status.object = self._loading()
+        work, panel, info = self.spec.work, self.panel, self.info
 
         def report(done, total=None, **extra):
-            self.info.update(done=float(done), **extra)
+            info.update(done=float(done), **extra)
             if total is not None:
-                self.info["total"] = float(total)
+                info["total"] = float(total)
+
+        def heard(what: str) -> None:
+            info.setdefault("training", what)  # a cache miss or a training: the work is no mere read-back
 
         def run():
             try:
                 if not WORK_LOCK.acquire(blocking=False):
-                    self.info["queued"] = True
+                    info["queued"] = True
                     WORK_LOCK.acquire()
-                self.info.pop("queued", None)
+                info.pop("queued", None)
                 try:
-                    work(panel, s, report)
+                    with watch_work(heard):
+                        work(panel, s, report)
                 finally:
                     WORK_LOCK.release()
             except Exception as exc:  # noqa: BLE001 - shown in the page
@@ -187,11 +198,9 @@ class Preparation:
         info = self.info
         self.progress.max = max(1, int(info.get("total", 1)))
         self.progress.value = min(int(info.get("done", 0)), self.progress.max)
-        if info.get("done") and self.spec.describe is not None and self._working is not None:
-            self.status.object = self._describe(self._working, info)
-        elif info.get("queued"):
-            self.status.object = self.spec.message.format(**self._working._asdict()) + \
-                " (queued behind another preparation)"
+        self.progress.visible = bool(info.get("training")) or self.progress.max > 1
+        if self._working is not None:
+            self.status.object = self._line(self._working, info)
         thread = self._thread
         if thread is None or thread.is_alive():
             return
@@ -210,6 +219,21 @@ class Preparation:
         else:
             self._show(failure and f"**{failure}**")
 
+
+    def _loading(self, count: str = "") -> str:
+        return f"*Loading {self.spec.label}{count}...*"
+
+    def _line(self, s: tuple, info: dict) -> str:
+        """The status line while working: the declared message (or progress description) once the work trains or
+        builds a cache entry; until then a loading line, the work having only read caches back."""
+        if info.get("queued"):
+            return f"*Waiting for another preparation before {self.spec.label}...*"
+        if not info.get("training"):
+            count = f" {int(info['done'])} / {int(info['total'])}" if info.get("total", 1) > 1 else ""
+            return self._loading(count)
+        if info.get("done") and self.spec.describe is not None:
+            return self._describe(s, info)
+        return self.spec.message.format(**s._asdict())
 
     def _describe(self, s: tuple, info: dict) -> str:
         d = self.spec.describe

@@ -16,25 +16,35 @@ module             role
 ``datasets``       data sets as checksummed NetCDF files, written atomically, validated on load
 ``weights``        trained weights and other torch state, read with ``weights_only=True``
 ``memory``         the in-memory :func:`memo`
+``runs``           a method's whole run for a dashboard (:func:`cached_run`), the report's saved run reused
+``watch``          whether a thread builds or trains (:func:`watch_work`), or only reads caches back
 =================  ===============================================================================================
 """
 
 from .datasets import ENGINE, cache_path, cached_dataset, dataset_checksum
 from .keys import config_hash, data_root, project_root
 from .memory import memo
+from .runs import RUN_ONLY, cached_run, result_config, saved_run
+from .watch import watch_work, working
 from .weights import Trained, cached_model, cached_state, state_path
 
 __all__ = [
     "ENGINE",
+    "RUN_ONLY",
     "Trained",
     "cache_path",
     "cached_dataset",
     "cached_model",
+    "cached_run",
     "cached_state",
     "config_hash",
     "data_root",
     "dataset_checksum",
     "memo",
     "project_root",
+    "result_config",
+    "saved_run",
     "state_path",
+    "watch_work",
+    "working",
 ]

@@ -40,6 +40,7 @@ import xarray as xr
 from lab.io import atomic_path
 
 from .keys import canonical_json, check_name, config_hash, data_root
+from .watch import working
 
 __all__ = ["ENGINE", "cache_path", "cached_dataset", "dataset_checksum", "sweep_stale_temps"]
 
@@ -208,6 +209,7 @@ def cached_dataset(
                 path.unlink()
             except FileNotFoundError:
                 pass
+    working(name)
     ds = build()
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"build() must return an xarray.Dataset, got {type(ds).__name__}")

@@ -22,6 +22,7 @@ from lab.io import atomic_path
 
 from .datasets import sweep_stale_temps
 from .keys import canonical_json, check_name, config_hash, data_root
+from .watch import working
 
 __all__ = ["Trained", "cached_model", "cached_state", "state_path"]
 
@@ -60,6 +61,7 @@ def cached_state(
     import torch
 
     if not use_cache:
+        working(f"{folder}/{name}")
         return build(), False
     key = config_hash(config, name)
     path = state_path(folder, name, config, root=root)
@@ -75,6 +77,7 @@ def cached_state(
             warnings.warn(f"cache file {path} rejected ({type(exc).__name__}: {exc}); rebuilding", RuntimeWarning,
                           stacklevel=2)
             path.unlink(missing_ok=True)
+    working(f"{folder}/{name}")
     state = _tensors(build())
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path.parent, f".{path.name}.")

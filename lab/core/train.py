@@ -198,8 +198,10 @@ def fit(
                 raise ValueError("give epochs or steps")
             epochs = math.ceil(steps / per_epoch)
         total = epochs * per_epoch if steps is None else min(int(steps), epochs * per_epoch)
+    from lab.cache.watch import working
     from lab.core.runtime import resolve_device
 
+    working(f"training {desc}" if desc else "training")  # a dashboard says "training" only when it does
     dev = resolve_device(device)
     on_device = dev.type != "cpu"
     if on_device:

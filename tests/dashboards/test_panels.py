@@ -20,6 +20,7 @@ from dashboards.panels import (
     view,
 )
 from dashboards.preparation import Preparation
+from lab.cache import cached_state, working
 from tests.test_config import Toy
 
 
@@ -72,6 +73,13 @@ class Gate:
     def __init__(self):
         self.calls: list[tuple] = []
         self.release = threading.Event()
+        self.started = threading.Event()  # the model's training begins (after it looked for a cache)
+
+    def begin(self) -> None:
+        """Wait until the test lets the training begin (``started``, or everything ``release``d)."""
+        deadline = time.time() + 10
+        while not (self.started.is_set() or self.release.is_set()) and time.time() < deadline:
+            time.sleep(0.005)
 
     def __call__(self, s):
         self.calls.append((tuple(s), threading.current_thread() is threading.main_thread()))
@@ -91,6 +99,8 @@ class Toyboard(MethodPanel):
 
     @preparation(on=("profile", "N"), label="the toy model", describe="**Training** N={N}: {done} / {total}")
     def model(self, s, report):
+        getattr(self.trainer, "begin", lambda: None)()
+        working("training the toy model")  # what lab.core.train.fit says when it starts
         report(1, total=2)
         self.trainer(s)
 
@@ -126,7 +136,9 @@ def test_each_preparation_is_a_counter_parameter_and_a_runtime():
 def test_views_show_a_placeholder_until_their_preparations_are_done(board):
     model, curves = board.preparations["model"], board.preparations["curves"]
     assert model.running and "waiting for the toy model" in board.summary().object
-    assert model.status.object.startswith("**Preparing the toy model**")
+    model.poll()
+    assert model.status.object == "*Loading the toy model...*" and not model.progress.visible  # no training yet
+    board.trainer.started.set()
     deadline = time.time() + 10
     while not model.info.get("done") and time.time() < deadline:
         time.sleep(0.01)
@@ -160,6 +172,7 @@ def test_settings_changed_while_preparing_restart_it_and_views_never_train(board
     """The inr defect: a profile change while a preparation worked let a view train in the request thread."""
     model, curves = board.preparations["model"], board.preparations["curves"]
     assert model.working_for == ("ci", 512)
+    board.trainer.started.set()
     board.N = 640  # while the ci model trains
     assert "waiting" in board.summary().object and model.working_for == ("ci", 512)
     board.profile = "quick"
@@ -246,3 +259,60 @@ def test_a_parameter_may_not_hide_the_panels_own_attributes():
         class Clash(MethodPanel):
             main = param.Integer(1)
             ready = param.Boolean(False)
+
+
+class Cachedboard(MethodPanel):
+    """A panel whose one preparation reads (or builds) a cache entry, as the methods' live functions do."""
+
+    method = "dam"
+    controls = ("profile",)
+    built: list = []
+
+    @preparation(on=("profile",), label="the cached state", message="**Training the state** (first use)...")
+    def state(self, s, report):
+        def build():
+            Cachedboard.built.append(s.profile)
+            return {"x": 1}
+
+        cached_state("toy", "state", {"profile": s.profile}, build)
+        report(1)
+
+    def main(self):
+        return []
+
+
+def test_a_preparation_that_only_reads_the_cache_never_says_training(monkeypatch, tmp_path):
+    """The forgetting defect: QGPM's runs were all cached, yet "Training QGPM's variants" showed while they loaded."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    cached_state("toy", "state", {"profile": "ci"}, lambda: {"x": 1})  # what an earlier run left
+    lines = []
+    real_poll = Preparation.poll
+
+    def poll(self):
+        real_poll(self)
+        lines.append((self.status.object, self.progress.visible))
+
+    monkeypatch.setattr(Preparation, "poll", poll)
+    Cachedboard.built = []
+    board = Cachedboard(profile="ci")
+    prep = board.preparations["state"]
+    poll_until_idle(prep)
+    assert Cachedboard.built == [] and prep.done == {("ci",)}
+    assert lines and all("Training" not in line and not bar for line, bar in lines), lines
+    board.profile = "quick"  # not cached: built, and said so
+    poll_until_idle(prep)
+    assert Cachedboard.built == ["quick"]
+    assert any(line == "**Training the state** (first use)..." and bar for line, bar in lines), lines
+
+
+def test_work_heard_in_another_thread_is_not_this_preparation_s(monkeypatch):
+    heard = []
+    from lab.cache import watch_work
+
+    with watch_work(heard.append):
+        working("here")
+        t = threading.Thread(target=working, args=("elsewhere",))
+        t.start()
+        t.join()
+    working("after")
+    assert heard == ["here"]

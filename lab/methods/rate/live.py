@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.cache import cached_dataset, memo
+from lab.cache import cached_run, memo
 from lab.checks import bad_value, check_choice, check_int
 from lab.methods.rate import env as E
 from lab.methods.rate.config import ENVS, VARIANTS, Config
@@ -88,7 +88,7 @@ def _run(profile: str) -> xr.Dataset:
     from lab.methods.rate.train import FORMAT
 
     cfg = Config.from_profile(profile)
-    return cached_dataset("rate-run", {"format": FORMAT, "config": cfg.to_dict()}, lambda: run(cfg, progress=False))
+    return cached_run("rate-run", "rate", cfg, lambda: run(cfg, progress=False), version=FORMAT)
 
 
 def success_curve(profile: str = "quick", variants=None) -> xr.Dataset:

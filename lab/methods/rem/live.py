@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import xarray as xr
 
-from lab.cache import cached_dataset, memo
+from lab.cache import cached_run, memo
 from lab.checks import check_choice, check_int, check_real
 from lab.methods.rem import model as M
 from lab.methods.rem.config import CORRUPTIONS, Config
@@ -23,13 +23,13 @@ __all__ = ["grid", "redirected"]
 
 @memo(maxsize=4)
 def grid(profile: str = "quick") -> xr.Dataset:
-    """The profile's grid: :func:`lab.methods.rem.experiment.run` on the profile's Config (disk and memory cache:
-    minutes on first use at quick, then instant)."""
+    """The profile's grid: :func:`lab.methods.rem.experiment.run` on the profile's Config (disk and memory cache,
+    keyed by the fields that decide the results; the report's current run when there is one, else minutes on first
+    use at quick)."""
     from lab.methods.rem.experiment import run
 
     cfg = Config.from_profile(profile)
-    return cached_dataset("rem-grid", {"format": FORMAT, "config": cfg.to_dict()},
-                          lambda: run(cfg, progress=False))
+    return cached_run("rem-grid", "rem", cfg, lambda: run(cfg, progress=False), version=FORMAT)
 
 
 def _outcomes(model, x, y_bad, y_true, mask) -> dict[str, float]:

@@ -125,7 +125,7 @@ CLAIMS = [
         measure=_drop(lambda ds: _acc(ds, "aire"), "AIRE"),
         op="<",
         threshold=1.0,
-        threshold_source="research brief's plan: at >= 50% pruning AIRE loses under 1 pt; lost accuracy counted "
+        threshold_source="the lab's plan: at >= 50% pruning AIRE loses under 1 pt; lost accuracy counted "
                          "from max(unpruned, floor halfway between chance and 100%) so models at chance fail",
         unit="pt",
         control=_drop(_random_control, "random pruning"),
@@ -137,11 +137,11 @@ CLAIMS = [
         name="aire_beats_random",
         statement="Random pruning at the same ratio loses far more accuracy than AIRE (worst kind per seed, worst "
                   "seed)",
-        source="paper's baselines; research brief: random loses >= 5 pts where AIRE loses <= 1",
+        source="paper's baselines; the lab's bar: random loses >= 5 pts where AIRE loses <= 1",
         measure=lambda ds: _gap_at_headline(ds, _acc(ds, "aire"), "random", "AIRE"),
         op=">",
         threshold=4.0,
-        threshold_source="the brief's two bounds (random >= 5 pt lost, AIRE <= 1 pt): a gap of more than 4 pt",
+        threshold_source="the lab's two bounds (random >= 5 pt lost, AIRE <= 1 pt): a gap of more than 4 pt",
         unit="pt",
         control=lambda ds: _gap_at_headline(ds, _random_control(ds), "random", "an independent random draw"),
         control_label="a random pruning drawn apart from the random baseline's draws, in AIRE's place, against their "

@@ -186,7 +186,7 @@ CLAIMS = [
         statement="The entropy-drop rule spends fewer iterations on easier inputs: training-length sequences get "
                   "fewer mean iterations than the longest, by more than the test sample's noise, on every seed "
                   "(the difference in standard errors, worst seed)",
-        source="paper [secondary, unverified]: stop when H_{t-k} - H_t <= τ; research brief's check: fewer mean "
+        source="paper [secondary, unverified]: stop when H_{t-k} - H_t <= τ; the lab's check: fewer mean "
                "iterations on short inputs",
         measure=_z_gap("adaptive_iterations", "whole sequences"),
         op="<",
@@ -205,12 +205,12 @@ CLAIMS = [
         name="adaptive_within_a_point",
         statement="Adaptive stopping stays within a point of the fixed maximum depth, and stopping uniformly at the "
                   "same mean depth does not (mean over seeds and lengths)",
-        source="paper [secondary, unverified]: adaptive stopping; research brief's check: within 1 pt of fixed "
+        source="paper [secondary, unverified]: adaptive stopping; the lab's check: within 1 pt of fixed "
                "r_max",
         measure=_adaptive_loss,
         op="<=",
         threshold=1.0,
-        threshold_source="research brief: within 1 pt of fixed r_max",
+        threshold_source="the lab's bar: within 1 pt of fixed r_max",
         unit="pt",
         control=_matched_loss,
         control_label="fixed depth equal to the adaptive mean iterations (rounded): the same compute, no per-token "

@@ -135,7 +135,7 @@ CLAIMS = [
         measure=_fraction,
         op="<=",
         threshold=0.3,
-        threshold_source="research brief's plan: final r <= 0.3 N",
+        threshold_source="the lab's plan: final r <= 0.3 N",
         unit="of N",
         no_control="the size is what the rank rule produces from the HSVs (the random-truncation run reaches "
                    "similar ranks by construction); the accuracy claims below carry the controls",
@@ -147,7 +147,7 @@ CLAIMS = [
         measure=difference(_final("full", "full"), _final("compressm", "CompreSSM"), what="full minus CompreSSM"),
         op="<=",
         threshold=1.0,
-        threshold_source="research brief's plan: within 1 pt of the full model",
+        threshold_source="the lab's plan: within 1 pt of the full model",
         unit="pt",
         control=difference(_final("full", "full"), _final("random", "random truncation"),
                            what="full minus random truncation"),
@@ -163,7 +163,7 @@ CLAIMS = [
                            what="CompreSSM minus from scratch"),
         op=">=",
         threshold=1.0,
-        threshold_source="research brief's plan: at least 1 pt above from-scratch",
+        threshold_source="the lab's plan: at least 1 pt above from-scratch",
         unit="pt",
         control=difference(_final("scratch_b", "second from-scratch model"), _final("scratch", "from scratch"),
                            what="second from-scratch model minus the first"),
@@ -195,7 +195,7 @@ CLAIMS = [
         measure=_cut,
         op=">=",
         threshold=3.0,
-        threshold_source="research brief's plan: largest-HSV truncation beats random by >= 3 pts right after "
+        threshold_source="the lab's plan: largest-HSV truncation beats random by >= 3 pts right after "
                          "the cut (at the last cut, the most-trained model that was cut), as a one-sided bound: one "
                          "random draw differs from another by tens of points there",
         unit="pt",

@@ -3,7 +3,7 @@
 The trajectory claims compare order n with the n = 2 control simulated side by side (``*_cmp`` variables): the same
 loads relative to each order's own critical load (order n: the signal-to-noise recursion's saddle-node; n = 2: AGS),
 the same starts m0, the same sweeps, and the same mask: the (load, m0) points that start at least 0.1 above order n's
-recursion basin edge m_u (the research brief's plan). A claim about n >= 3 holds only when n = 2 fails it there.
+recursion basin edge m_u (the lab's plan). A claim about n >= 3 holds only when n = 2 fails it there.
 
 Every control here is analytic: nothing in this method is learned (the patterns are random and the dynamics are
 the exact energy-descent update), so a control is the same simulation with one thing changed (n = 2 in place of
@@ -138,7 +138,7 @@ CLAIMS = [
         measure=lambda ds: _recursion_error(ds, ORDER_N, 1),
         op="<=",
         threshold=0.05,
-        threshold_source="per-step tolerance of the research brief's plan (10 trials of N spins: ~0.02 noise)",
+        threshold_source="per-step tolerance of the lab's plan (10 trials of N spins: ~0.02 noise)",
         control=lambda ds: _recursion_error(ds, CONTROL, 1),
         control_label="n = 2 at the same relative loads, m0s, steps and mask (the recursion should fail there)",
         control_analytic=ORDER_CONTROL,
@@ -169,11 +169,11 @@ CLAIMS = [
     Claim(
         name="basin_edge",
         statement="The simulated basin edge follows the recursion's unstable fixed point m_u(alpha)",
-        source="paper Fig. (basins of attraction); research brief: within 0.1",
+        source="paper Fig. (basins of attraction); the lab's bar: within 0.1",
         measure=_basin_edge_error,
         op="<=",
         threshold=0.1,
-        threshold_source="research brief's tolerance; one m0 grid step in the quick profile",
+        threshold_source="the lab's tolerance; one m0 grid step in the quick profile",
         no_control="agreement with the recursion's unstable fixed point (an analytic value); n = 2 has no basin "
                    "edge in the recursion to compare with",
     ),
@@ -193,12 +193,12 @@ CLAIMS = [
         name="critical_load_n",
         statement="Retrieval from the pattern is lost at the critical load of the signal-to-noise recursion "
                   "(its saddle-node, computed here; ~0.085 for n = 3)",
-        source="the recursion's capacity (lab.methods.dam.theory), the paper's capacity analysis; research brief: "
+        source="the recursion's capacity (lab.methods.dam.theory), the paper's capacity analysis; the lab's bar: "
                "retrieval lost between 0.08 and 0.10",
         measure=_critical_load_error,
         op="<=",
         threshold=0.02,
-        threshold_source="the research brief's bracket [0.08, 0.10] around the recursion's value",
+        threshold_source="the lab's bracket [0.08, 0.10] around the recursion's value",
         no_control="agreement with the recursion's critical load (an analytic value) run for the same steps",
     ),
     Claim(

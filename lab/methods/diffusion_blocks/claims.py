@@ -124,7 +124,7 @@ CLAIMS = [
         measure=difference(ACC["e2e"], ACC["blocks"], statistic=WORST["<="], what="accuracy gap", note=_test_set),
         op="<=",
         threshold=3.0,
-        threshold_source="research brief's plan: within 3 points of end to end",
+        threshold_source="the lab's plan: within 3 points of end to end",
         unit="pt",
         control=difference(ACC["e2e"], ACC["small"], statistic=WORST["<="], what="accuracy gap", note=_test_set),
         control_label="one block's size (L/B layers) trained end to end: must fall more than 3 points short, "
@@ -140,7 +140,7 @@ CLAIMS = [
         measure=ratio(ED["blocks"], ED["e2e"], statistic=WORST["<="], what="energy distance", note=_noise_floor),
         op="<=",
         threshold=1.1,
-        threshold_source="research brief's plan: within 10% of end to end",
+        threshold_source="the lab's plan: within 10% of end to end",
         unit="x e2e",
         control=ratio(ED["small"], ED["e2e"], statistic=WORST["<="], what="energy distance", note=_noise_floor),
         control_label="one block's size (L/B layers) trained over the whole noise range: must be more than 10% "

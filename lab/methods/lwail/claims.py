@@ -36,7 +36,7 @@ from lab.claims import (
 
 #: the maze baselines LWAIL is compared with (repeated from the config so that a saved result is checked alone)
 BASELINES = ("euclid", "gaifo", "no_icvf")
-#: the brief's margin of the metric claim
+#: the lab's margin of the metric claim
 SPEARMAN_MARGIN = 0.1
 #: the competence bar of a learned imitator: it replays a majority of its demonstration's moves from the
 #: demonstration's own states (a uniform random policy: 1/8)
@@ -130,12 +130,12 @@ CLAIMS = [
         name="icvf_metric_tracks_geodesic",
         statement="Distances in ICVF's latent space ||φ(s) - φ(g)|| follow the maze's geodesic distance better "
                   "than Euclidean distance does: Spearman(ICVF) minus Spearman(Euclidean), mean over seeds",
-        source="paper: the ICVF embedding reflects the environment's dynamics (Maze2D visualisation); research "
-               "brief's pass rule",
+        source="paper: the ICVF embedding reflects the environment's dynamics (Maze2D visualisation); the lab's "
+               "pass rule",
         measure=difference(_rho("icvf"), _rho("euclid")),
         op=">",
         threshold=SPEARMAN_MARGIN,
-        threshold_source="research brief: exceeds Euclidean by >= 0.1",
+        threshold_source="the lab's bar: exceeds Euclidean by >= 0.1",
         unit="Δρ",
         control=difference(_rho("random_phi"), _rho("euclid")),
         control_label="a random frozen φ of the same architecture (LWAIL without ICVF pretraining), minus "
@@ -150,7 +150,7 @@ CLAIMS = [
         measure=difference(_rho("icvf_value"), _rho("euclid")),
         op=">",
         threshold=SPEARMAN_MARGIN,
-        threshold_source="research brief's margin (report row: the claim's measure is the latent distance)",
+        threshold_source="the lab's margin (report row: the claim's measure is the latent distance)",
         unit="Δρ",
         report=True,
     ),
@@ -163,7 +163,7 @@ CLAIMS = [
         measure=ratio(_success("lwail"), EXPERT),
         op=">",
         threshold=0.9,
-        threshold_source="research brief's 90% of the expert (stated for MuJoCo's return, used here for success)",
+        threshold_source="the lab's 90% of the expert (stated for MuJoCo's return, used here for success)",
         unit="x expert",
         control=ratio(_success("euclid"), EXPERT),
         control_label="Euclidean WAIL: the same pipeline with φ = identity",
@@ -173,8 +173,8 @@ CLAIMS = [
         name="beats_baselines",
         statement="LWAIL's goal-reach rate exceeds the strongest baseline's of the run (the best of Euclidean "
                   "WAIL, GAIfO and LWAIL without ICVF on each seed) on more than 3/4 of the seeds",
-        source="paper: LWAIL outperforms WDAIL, GAIfO and the ablation without ICVF (significant drop); research "
-               "brief: LWAIL goal-reach rate > baseline (3 seeds)",
+        source="paper: LWAIL outperforms WDAIL, GAIfO and the ablation without ICVF (significant drop); the lab's "
+               "bar: LWAIL goal-reach rate > baseline (3 seeds)",
         measure=_wins("lwail", BASELINES),
         op=">",
         threshold=MIN_SEED_SHARE,
@@ -205,7 +205,7 @@ CLAIMS = [
                   "bootstraps there, so a reward shifted by -1 shifts every action value by the same "
                   "-1/(1 - γ) and leaves the optimal policy unchanged (reward_positivity_terminating measures it "
                   "where episodes end)",
-        source="research brief's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the gain)",
+        source="the lab's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the gain)",
         measure=difference(_success("lwail"), _success("negative")),
         op=">",
         threshold=0.1,
@@ -221,7 +221,7 @@ CLAIMS = [
         statement="Where the agent can end its episode (a chosen move into a wall ends it, as a fall ends a MuJoCo "
                   "episode), the sigmoid's positive reward matters: LWAIL's goal-reach rate minus that of the same "
                   "agent with reward sigmoid(-f) - 1 (same shape, negative: ending early pays), mean over seeds",
-        source="research brief's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the "
+        source="the lab's pitfall: ablate the sigmoid (positive bounded rewards may explain part of the "
                "gain); the paper's MuJoCo tasks end when the agent falls",
         measure=_gap_ending("lwail_end", "negative_end"),
         op=">",
@@ -237,7 +237,7 @@ CLAIMS = [
         name="unbounded_reward_maze",
         statement="LWAIL's goal-reach rate minus that of the agent rewarded with the raw critic value -f "
                   "(unbounded, either sign), mean over seeds",
-        source="research brief's pitfall: ablate the sigmoid",
+        source="the lab's pitfall: ablate the sigmoid",
         measure=difference(_success("lwail"), _success("raw")),
         op=">",
         threshold=0.1,
@@ -273,11 +273,11 @@ CLAIMS = [
         name="pendulum_expert_return",
         statement="On MuJoCo InvertedPendulum-v5, the TD3 imitator trained on LWAIL's reward from one state-only "
                   "expert episode reaches 90% of the expert's return (mean over seeds)",
-        source="paper: expert-level return on MuJoCo from one state-only trajectory; research brief's pass rule",
+        source="paper: expert-level return on MuJoCo from one state-only trajectory; the lab's pass rule",
         measure=_pendulum("lwail"),
         op=">",
         threshold=0.9,
-        threshold_source="research brief: imitator return >= 90% of the expert's",
+        threshold_source="the lab's bar: imitator return >= 90% of the expert's",
         unit="x expert",
         control=_pendulum(None),
         control_label="the uniform random policy",
@@ -287,7 +287,7 @@ CLAIMS = [
         name="pendulum_reward_positivity",
         statement="On the pendulum (episodes end when the pole falls) LWAIL's return minus its negative-reward "
                   "twin's, both over the expert's",
-        source="research brief's pitfall: positive rewards pay for staying alive in a task that terminates",
+        source="the lab's pitfall: positive rewards pay for staying alive in a task that terminates",
         measure=_pendulum_gap,
         op=">",
         threshold=0.1,

@@ -172,7 +172,7 @@ CLAIMS = [
         measure=_max_diff("counter"),
         op="<",
         threshold=1e-4,
-        threshold_source="research brief: max abs diff < 1e-4 up to 64 chunks (float32)",
+        threshold_source="the lab's bar: max abs diff < 1e-4 up to 64 chunks (float32)",
         unit="logit",
         control=_max_diff("fold"),
         control_label="streaming with a left fold s_i = Agg(s_{i-1}, x_i): another bracketing of a "

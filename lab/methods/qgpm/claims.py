@@ -156,7 +156,7 @@ CLAIMS = [
         measure=_gpm_loss("qgpm8"),
         op="<=",
         threshold=1.0,
-        threshold_source="research brief's plan: within 1 pt of GPM FP32 in ACC; the same point in BWT (the paper's "
+        threshold_source="the lab's plan: within 1 pt of GPM FP32 in ACC; the same point in BWT (the paper's "
                          "8-bit QGPM forgets 0.17 pt less than GPM)",
         unit="pt",
         control=_gpm_loss("gpm_mm"),
@@ -173,7 +173,7 @@ CLAIMS = [
         measure=_memory_ratio,
         op=">=",
         threshold=3.5,
-        threshold_source="research brief's plan: >= 3.5x; shown, no verdict: arithmetic of the storage format, not a "
+        threshold_source="the lab's plan: >= 3.5x; shown, no verdict: arithmetic of the storage format, not a "
                          "measurement",
         unit="x",
         no_control="bytes are counted from the storage format (codes, FP32 scale, centre and λ per vector, FP32 "
@@ -204,7 +204,7 @@ CLAIMS = [
                            _pick("bwt", "finetune", "fine-tuning"), what="BWT", note=_worst_gpm_note),
         op=">=",
         threshold=10.0,
-        threshold_source="research brief's plan: BWT > fine-tune BWT + 10",
+        threshold_source="the lab's plan: BWT > fine-tune BWT + 10",
         unit="pt",
         control=difference(_pick("bwt", "finetune_b", "second fine-tuning"), _pick("bwt", "finetune", "fine-tuning"),
                            what="BWT"),

@@ -13,6 +13,8 @@ the training set).
 
 from __future__ import annotations
 
+import math
+
 import xarray as xr
 
 from lab.claims import Claim, Competence, Measurement, Pick, over_seeds, value
@@ -73,19 +75,18 @@ def _beyond_context(ds: xr.Dataset) -> list[int]:
 
 
 def _minigrid(ds: xr.Dataset) -> Measurement:
-    if "minigrid_success" not in ds:
-        raise ValueError(f"MiniGrid-Memory is not run at this profile (envs={ds.attrs.get('envs')}); it runs at "
-                         "ci and full")
+    if "minigrid_success" not in ds:  # not measured, said plainly (no exception in the claims table)
+        return Measurement(math.nan, "MiniGrid-Memory is not run at this profile; it runs at ci and full")
     mg = ds.minigrid_success.mean("seed")
     others = ", ".join(f"{v} {float(mg.sel(variant=v)):.0f}%" for v in ds.variant.values if v != "rate")
     return over_seeds(ds.minigrid_success.sel(variant="rate").values, "mean",
                       f"rate on MiniGrid-MemoryS{ds.attrs['minigrid_size']}-v0; {others}")
 
 
-_CHANCE = "chance is 50% (two arms); 60%: the research brief's bar for 'falls to chance'"
-_SUCCESS = ("the research brief's success bar (80%, RATE's beyond training; chance is 50%), met where the agent sees "
+_CHANCE = "chance is 50% (two arms); 60%: the lab's bar for 'falls to chance'"
+_SUCCESS = ("the lab's success bar (80%, RATE's beyond training; chance is 50%), met where the agent sees "
             "everything it needs: an agent that misses it there could not pass a success control")
-_SUCCESS_95 = ("this claim's own bar (95%, the research brief's for the training length), met at a corridor of K "
+_SUCCESS_95 = ("this claim's own bar (95%, the lab's for the training length), met at a corridor of K "
                "steps (in every agent's training set and context): a baseline that misses it there could not pass "
                "this claim's control")
 
@@ -98,7 +99,7 @@ CLAIMS = [
         measure=_success_at("rate", "train"),
         op=">=",
         threshold=95.0,
-        threshold_source="research brief's pass rule: RATE >= 95% at T_train",
+        threshold_source="the lab's pass rule: RATE >= 95% at T_train",
         unit="%",
         control=_strongest("train"),
         control_label="the strongest baseline per seed at T_train: the best of the short DT (context K), the long DT "
@@ -114,7 +115,7 @@ CLAIMS = [
         measure=_success_at("rate", "longest"),
         op=">=",
         threshold=80.0,
-        threshold_source="research brief's pass rule: RATE >= 80% at 10 x T_train",
+        threshold_source="the lab's pass rule: RATE >= 80% at 10 x T_train",
         unit="%",
         control=_strongest("longest"),
         control_label="the strongest baseline per seed at the same length: the best of the short DT (context K), the "
@@ -142,7 +143,7 @@ CLAIMS = [
         name="no_valve_behaves_like_dt",
         statement="Without the Memory Retention Valve (the written memory passed straight on) RATE behaves like DT: "
                   "at chance on the longest corridor (mean over seeds)",
-        source="paper, ablation: RATE without MRV loses the T-Maze's long-range memory (research brief: 'without "
+        source="paper, ablation: RATE without MRV loses the T-Maze's long-range memory (the lab's bar: 'without "
                "MRV it behaves like DT')",
         measure=_success_at("rate_no_valve", "longest"),
         op="<=",

@@ -139,9 +139,9 @@ def discussion(ds: xr.Dataset) -> str:
         "- Episodes that reached the junction and turned at all (right or wrong) at the longest corridor: "
         + ", ".join(f"{_label(str(v))} {float(turned.sel(variant=v)):.0f}%" for v in ds.variant.values)
         + ": a failure below 100% here is an agent lost in the corridor, not a wrong guess.",
-        "- RATE's valve is the paper's M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1})), with no residual path "
-        "from M_n: the old memory keeps only what it reads back from the written one. Without the valve the written "
-        "memory M~_{n+1} is passed straight on.",
+        "- RATE's valve is the paper's `M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))`, with no residual "
+        "path from `M_n`: the old memory keeps only what it reads back from the written one. Without the valve the "
+        "written memory `M~_{n+1}` is passed straight on.",
     ]
     if "minigrid_success" in ds:
         mg = ds.minigrid_success.mean("seed")

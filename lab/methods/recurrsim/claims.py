@@ -31,11 +31,11 @@ from lab.claims import Claim, Competence, Measurement, over_seeds
 
 __all__ = ["CLAIMS", "FALL", "compute_matched_depth", "needed_depth"]
 
-#: the error falls by at least 30% from K = 1 to K = 8 (the research brief's CPU check); also the depth gate
+#: the error falls by at least 30% from K = 1 to K = 8 (the lab's CPU check); also the depth gate
 FALL = 0.70
 #: the correlation horizon grows by at least 30% from K = 1 to K = 8 (the 30% of FALL)
 HORIZON_GROWTH = 1.30
-#: "matches", "plateau" and "holds": within 5% (the research brief's tolerance)
+#: "matches", "plateau" and "holds": within 5% (the lab's tolerance)
 TOL = 0.05
 #: competence: a learned simulator's one-step error at its training depth, at most this share of the error of
 #: predicting no change
@@ -291,7 +291,7 @@ CLAIMS = [
         **_depth_check(_falls, larger_is_worse=True),
         op="<=",
         threshold=1.0,
-        threshold_source="research brief's CPU check: the rollout error drops >= 30% from K = 1 to K = 8 and stays "
+        threshold_source="the lab's CPU check: the rollout error drops >= 30% from K = 1 to K = 8 and stays "
                          "within 5% at larger K; 1 = both parts at their bars",
         unit="x bar",
         headline=True,
@@ -304,7 +304,7 @@ CLAIMS = [
         **_depth_check(_saturates, larger_is_worse=True),
         op="<=",
         threshold=TOL,
-        threshold_source="research brief: 'stays within 5%' at larger K; earned error = err(16), at most 0.7 err(1)",
+        threshold_source="the lab's bar: 'stays within 5%' at larger K; earned error = err(16), at most 0.7 err(1)",
     ),
     Claim(
         name="horizon_grows_with_K",
@@ -340,7 +340,7 @@ CLAIMS = [
         **_depth_check(_holds_beyond, larger_is_worse=True),
         op="<=",
         threshold=1.0 + TOL,
-        threshold_source="research brief: within 5% of the error earned at the fixed model's K (err(K_f), at most "
+        threshold_source="the lab's bar: within 5% of the error earned at the fixed model's K (err(K_f), at most "
                          "0.7 err(1))",
     ),
     Claim(

@@ -230,7 +230,7 @@ CLAIMS = [
         name="worst_cell_beats_baselines",
         statement="REM's worst cell beats every baseline's worst cell: REM's lowest score above the largest "
                   "baseline minimum on more than 3/4 of the seeds",
-        source="research brief's pass rule; paper's Fig. (task space): baselines collapse in parts of the space",
+        source="the lab's pass rule; paper's Fig. (task space): baselines collapse in parts of the space",
         measure=_wins("rem", _worst, "worst cell"),
         op=">",
         threshold=MIN_SEED_SHARE,

@@ -148,7 +148,7 @@ CLAIMS = [
         measure=_loss_rise("ssdi8", "fp32"),
         op="<=",
         threshold=1.0,
-        threshold_source="research brief's plan: axis-aware + correction within 1% relative of the FP32 loss",
+        threshold_source="the lab's plan: axis-aware + correction within 1% relative of the FP32 loss",
         unit="% loss rise",
         control=_loss_rise("per_tensor", "fp32"),
         control_label="the same INT8 SSD with one scale per tensor (x, B, C, CB, states), must rise by more; with "
@@ -197,7 +197,7 @@ CLAIMS = [
         measure=_error_drop("ssdi8"),
         op=">=",
         threshold=20.0,
-        threshold_source="research brief's plan (output MSE down >= 20%), taken relative to the ceiling the "
+        threshold_source="the lab's plan (output MSE down >= 20%), taken relative to the ceiling the "
                           "coefficient allows (1 - (1 - c)²: 27.75% at 0.15, only if all error is a per-channel "
                           "bias): the drop is at least 20% of that ceiling, i.e. the bias is >= 20% of the error",
         unit="% of the ceiling",
@@ -221,11 +221,11 @@ CLAIMS = [
         name="per_tensor_damage_ratio",
         statement="Per-tensor INT8 of the SSD does many times more damage than axis-aware INT8: the ratio of their "
                   "SSD output errors (the loss rises are in the detail)",
-        source="research brief's plan: per-tensor raises the loss >= 5x as much as axis-aware",
+        source="the lab's plan: per-tensor raises the loss >= 5x as much as axis-aware",
         measure=_damage_ratio,
         op=">=",
         threshold=5.0,
-        threshold_source="research brief's 5x, shown as a row: the axis-aware loss rise is within evaluation noise "
+        threshold_source="the lab's 5x, shown as a row: the axis-aware loss rise is within evaluation noise "
                          "of zero (it can be negative), so the ratio is taken of the output errors",
         unit="x",
         report=True,

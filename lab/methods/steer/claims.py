@@ -31,7 +31,7 @@ from lab.methods.steer.fitted import BASELINES
 
 __all__ = ["CLAIMS", "HELDOUT_R2", "rule_error"]
 
-#: the research brief's bound on held-out R² (here: of the recurrent part of a free rollout)
+#: the lab's bound on held-out R² (here: of the recurrent part of a free rollout)
 HELDOUT_R2 = 0.9
 
 
@@ -218,11 +218,11 @@ CLAIMS = [
         name="heldout_r2",
         statement="Held-out sessions (never seen by the fit, c predicted by the learned law, not refitted) are "
                   "reproduced by a free rollout over the whole session: R² of their recurrent part",
-        source="paper: within-session R² as the fit metric (abstract; benchmarks); brief's check",
+        source="paper: within-session R² as the fit metric (abstract; benchmarks); the lab's check",
         measure=_heldout("steer"),
         op=">=",
         threshold=HELDOUT_R2,
-        threshold_source="research brief: held-out R² >= 0.9 (worst benchmark), applied to the recurrent part "
+        threshold_source="the lab's bar: held-out R² >= 0.9 (worst benchmark), applied to the recurrent part "
                          "1 - SSE / SSE(W = 0): the inputs alone explain ~95% of the activity variance",
         control=_heldout_static,
         control_label="the better no-plasticity model on each benchmark: c frozen at the first or at the last "
@@ -237,7 +237,7 @@ CLAIMS = [
         measure=_rule_on("xi_inferred"),
         op="<=",
         threshold=0.2,
-        threshold_source="research brief: library coefficients within ±20% of truth after factor alignment "
+        threshold_source="the lab's bar: library coefficients within ±20% of truth after factor alignment "
                          "(worst term, spurious terms relative to the smallest true one)",
         control=_rule_on("xi_shuffled"),
         control_label="the same regression on the inferred coefficients in shuffled session order",
@@ -252,7 +252,7 @@ CLAIMS = [
         measure=_rollout_r("rollout_r", "steer"),
         op=">=",
         threshold=0.9,
-        threshold_source="research brief: predicted c_k rollout Pearson r >= 0.9 (worst benchmark within the "
+        threshold_source="the lab's bar: predicted c_k rollout Pearson r >= 0.9 (worst benchmark within the "
                          "model's assumptions)",
         control=_rollout_r("rollout_r_wrong_schedule", None),
         control_label="STEER's law driven by the wrong schedules (test schedules rotated)",
@@ -263,7 +263,7 @@ CLAIMS = [
         name="beats_baselines",
         statement="STEER predicts the connectivity under unseen schedules better than every baseline (frozen, "
                   "free per-session c carried forward, black-box GRU with STEER's optimiser budget)",
-        source="paper abstract; brief: 'beats frozen-c baseline'",
+        source="paper abstract; the lab's bar: 'beats frozen-c baseline'",
         measure=_ratio_over_baselines(True, "steer"),
         op=">",
         threshold=1.0,

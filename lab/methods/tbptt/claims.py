@@ -158,7 +158,7 @@ CLAIMS = [
         measure=_guarded_gain(rerun=False),
         op=">=",
         threshold=0.3,
-        threshold_source="the issue's and research brief's plan: train MSE(m*) <= 0.7 MSE(0); the measure is the "
+        threshold_source="the lab's plan: train MSE(m*) <= 0.7 MSE(0); the measure is the "
                          "(negative) test change instead when the test error got worse",
         unit="reduction",
         control=_guarded_gain(rerun=True),

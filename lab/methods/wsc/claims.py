@@ -119,7 +119,7 @@ CLAIMS = [
         measure=difference(_pick("acc", "wsc"), _pick("acc", "replay"), what="ACC gain", note=_halves),
         op=">=",
         threshold=0.5,
-        threshold_source="research brief's plan: WSC mean >= replay + 0.5 pt at >= 50% memory (the paper's gains "
+        threshold_source="the lab's plan: WSC mean >= replay + 0.5 pt at >= 50% memory (the paper's gains "
                          "are 1-3 pt)",
         unit="pt",
         control=_gain("acc", "replay_b", "replay", "ACC gain"),
@@ -135,7 +135,7 @@ CLAIMS = [
         measure=_wins("wsc", "replay"),
         op=">",
         threshold=MIN_SEED_SHARE,
-        threshold_source="the brief's plan: better on >= 4 of 5 seeds (more than 3/4: all of 2, 3 or 4 seeds); a "
+        threshold_source="the lab's plan: better on >= 4 of 5 seeds (more than 3/4: all of 2, 3 or 4 seeds); a "
                          "coin passes 'more than half' too often (issue 32: the batch-order control won 2 of 3)",
         unit=SEED_SHARE_UNIT,
         control=_wins("replay_b", "replay"),

@@ -37,12 +37,15 @@ class Dashboard(MethodPanel):
     widget_options = {"n": pn.widgets.RadioButtonGroup, "update": pn.widgets.RadioButtonGroup,
                       "alpha": {"type": pn.widgets.FloatSlider, "format": "0.000"}}
 
-    n = field_param(Config, "n", objects=[2, 3, 4])
-    N = field_param(Config, "N", default=256, bounds=(64, 1000), step=8)
-    alpha = param.Number(default=0.04, bounds=(0.002, 0.3), step=0.002, doc="Load P / N^(n-1).")
-    m0 = param.Number(default=0.6, bounds=(0.05, 1.0), step=0.05, doc="Initial overlap with pattern 1.")
+    # sentence case; symbols stay symbols (n, N, α, m0)
+    n = field_param(Config, "n", objects=[2, 3, 4], label="n (interaction order)")
+    N = field_param(Config, "N", default=256, bounds=(64, 1000), step=8, label="N (spins)")
+    alpha = param.Number(default=0.04, bounds=(0.002, 0.3), step=0.002, doc="Load P / N^(n-1).",
+                         label="α (load P / N^(n-1))")
+    m0 = param.Number(default=0.6, bounds=(0.05, 1.0), step=0.05, doc="Initial overlap with pattern 1.",
+                      label="m0 (initial overlap)")
     trials = field_param(Config, "trials", default=5, bounds=(1, 20))
-    update = field_param(Config, "update")
+    update = field_param(Config, "update", label="Update rule")
     seed = field_param(Config, "seed", bounds=(0, 10_000))
 
     @param.depends("n", "N", watch=True, on_init=True)
@@ -78,7 +81,7 @@ class Dashboard(MethodPanel):
         edge, edge_th = ds.attrs["basin_edge"], ds.attrs["basin_edge_theory"]
         return pn.pane.Markdown(
             f"**P = {ds.attrs['P']}** patterns. Basin edge: simulated **{edge:.2f}**, theory m_u = "
-            f"**{edge_th:.2f}** (NaN: none; for n >= 3 above the critical load every start decays)."
+            f"**{edge_th:.2f}** (NaN: no basin; for n >= 3 above the critical load every start decays)."
         )
 
     def main(self) -> list:

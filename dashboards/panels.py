@@ -29,6 +29,7 @@ the profile (``LAB_DASHBOARD_PROFILE=ci`` for the browser tests; ``quick`` other
 from __future__ import annotations
 
 import functools
+import html
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -73,10 +74,11 @@ def field_param(config: type, name: str, *, default: Any = None, bounds: tuple |
         default: the widget's start value (default: the quick profile's).
         bounds: narrower bounds for the slider (must lie inside the field's own range).
         objects: a subset of the field's choices to offer.
-        label: the widget's label (default: the field name).
+        label: the widget's label (default: the field name in sentence case, as ``param`` labels any parameter).
     """
     spec = field_specs(config)[name]
     doc = spec.doc
+    label = label or param.parameterized.label_formatter(name)
     value = spec.default if default is None else default
     if spec.is_tuple:
         raise TypeError(f"field_param: {name} is a tuple field; offer one of its values with param.Selector")
@@ -86,9 +88,9 @@ def field_param(config: type, name: str, *, default: Any = None, bounds: tuple |
         if bad:
             raise ValueError(f"objects={bad!r} is not allowed for {name}; allowed: {spec.allowed()}")
         return param.Selector(default=value if value in offered else offered[0], objects=offered, doc=doc,
-                              label=label or name, **kwargs)
+                              label=label, **kwargs)
     if spec.element_type is bool:
-        return param.Boolean(default=bool(value), doc=doc, label=label or name, **kwargs)
+        return param.Boolean(default=bool(value), doc=doc, label=label, **kwargs)
     rng = spec.range
     inclusive = (True, True)
     if bounds is None:
@@ -100,9 +102,9 @@ def field_param(config: type, name: str, *, default: Any = None, bounds: tuple |
     value = min(max(value, bounds[0]), bounds[1])
     if spec.element_type is int:
         return param.Integer(default=int(value), bounds=tuple(int(b) for b in bounds), doc=doc,
-                             label=label or name, inclusive_bounds=inclusive, **kwargs)
+                             label=label, inclusive_bounds=inclusive, **kwargs)
     return param.Number(default=float(value), bounds=tuple(float(b) for b in bounds), doc=doc,
-                        label=label or name, inclusive_bounds=inclusive, **kwargs)
+                        label=label, inclusive_bounds=inclusive, **kwargs)
 
 
 def page(title: str, *, sidebar: Sequence, main: Sequence) -> pn.Column:
@@ -112,6 +114,21 @@ def page(title: str, *, sidebar: Sequence, main: Sequence) -> pn.Column:
     side = pn.Column(*sidebar, width=320)
     body = pn.Column(*main, sizing_mode="stretch_width")
     return pn.Column(header, pn.Row(side, body, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+
+
+#: widgets Panel draws without their name: each gets a label line above it
+_UNLABELLED = (pn.widgets.RadioButtonGroup, pn.widgets.CheckButtonGroup, pn.widgets.Player)
+
+
+def labelled(pane: pn.Param) -> pn.Param:
+    """``pane`` with a label line (the parameter's label) above each button group, which Panel draws bare."""
+    layout = pane.layout
+    for i in range(len(layout) - 1, -1, -1):
+        widget = layout[i]
+        if isinstance(widget, _UNLABELLED) and widget.name:
+            layout.insert(i, pn.pane.HTML(f"<label style='font-size:13px'>{html.escape(widget.name)}</label>",
+                                          margin=(8, 10, -6, 10)))
+    return pane
 
 
 def view(*on: str, needs: str | Sequence[str] = ()) -> Callable[[Callable], Callable]:
@@ -213,7 +230,7 @@ class MethodPanel(pn.viewable.Viewer, metaclass=_PanelType):
 
     # -- the page ----------------------------------------------------------------------------------------------------
     def widgets(self, parameters: Sequence[str], **widget_options) -> pn.Param:
-        return pn.Param(self.param, parameters=list(parameters), widgets=widget_options, show_name=False)
+        return labelled(pn.Param(self.param, parameters=list(parameters), widgets=widget_options, show_name=False))
 
     def intro_pane(self) -> pn.pane.Markdown:
         paper = f"Paper: {self.meta.paper}."
@@ -263,7 +280,7 @@ class MethodDashboard(pn.viewable.Viewer):
         return all(panel.ready for panel in self.panels.values())
 
     def __panel__(self):
-        sidebar: list = [pn.Param(self.param, parameters=["profile"], show_name=False)]
+        sidebar: list = [labelled(pn.Param(self.param, parameters=["profile"], show_name=False))]
         sections = []
         for panel in self.panels.values():
             sidebar += [pn.layout.Divider(), *panel.sidebar(profile=False)]

@@ -37,9 +37,10 @@ class Dashboard(MethodPanel):
         "profile": pn.widgets.RadioButtonGroup,
     }
 
-    kind = param.Selector(default="lru", objects=list(KINDS), doc="SSM layer of the trained classifier.")
+    kind = param.Selector(default="lru", objects=list(KINDS), label="SSM layer",
+                          doc="SSM layer of the trained classifier.")
     score = param.Selector(default="aire", objects=list(SCORES), doc="Pruning score.")
-    ratio = field_param(Config, "headline_ratio", default=0.5, bounds=(0.0, 0.95), step=0.05, label="ratio")
+    ratio = field_param(Config, "headline_ratio", default=0.5, bounds=(0.0, 0.95), step=0.05, label="Pruning ratio")
     layer = param.Integer(default=0, bounds=(0, 3), doc="Layer whose impulse response is shown.")
 
     @preparation(on=("profile", "kind"), label="the trained model",

@@ -38,7 +38,7 @@ class Dashboard(MethodPanel):
              "any K: more iterations, more cost, a more accurate step.")
     controls = ("equation", "model", "ic", "K", "rollout_steps", "profile")
     widget_options = {"K": {"type": pn.widgets.IntSlider, "css_classes": ["recurrsim-k"]},
-                      "ic": {"type": pn.widgets.IntSlider, "name": "initial condition"},
+                      "ic": {"type": pn.widgets.IntSlider, "name": "Initial condition"},
                       "profile": pn.widgets.RadioButtonGroup}
 
     equation = param.Selector(default=_QUICK.equations[0],
@@ -49,13 +49,13 @@ class Dashboard(MethodPanel):
     ic = param.Integer(default=0, bounds=(0, _QUICK.n_test - 1), doc=_SPECS["n_test"].doc)
     K = param.Integer(default=_QUICK.fixed_depth, bounds=(int(_SPECS["K_eval"].range.lo), max(_QUICK.K_eval)),
                       doc=_SPECS["K_eval"].doc)
-    rollout_steps = field_param(Config, "rollout_steps", bounds=(1, _QUICK.traj_steps), label="rollout frames")
+    rollout_steps = field_param(Config, "rollout_steps", bounds=(1, _QUICK.traj_steps), label="Rollout frames")
     frame = param.Integer(default=0, bounds=(0, _QUICK.rollout_steps), doc="Rollout frame shown by the animation.")
 
     def __init__(self, **params):
         super().__init__(**params)
         self._player = pn.widgets.Player.from_param(self.param.frame, interval=150, loop_policy="loop",
-                                                    show_loop_controls=False, width=380, name="rollout frame",
+                                                    show_loop_controls=False, width=380, name="Rollout frame",
                                                     css_classes=["recurrsim-player"])
         self._fit_bounds()
 
@@ -153,7 +153,7 @@ class Dashboard(MethodPanel):
 
     def main(self) -> list:
         return [self.summary, self.side_by_side, self._player, self.animation,
-                pn.Row(self.error_over_time, self.error_and_cost)]
+                self.error_over_time, self.error_and_cost]  # one plot a row, then two: they fit a 1400 px window
 
 
 def app():

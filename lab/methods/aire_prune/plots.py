@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from lab.viz.bands import spread_text
-from lab.viz.style import PALETTE, curve_opts
+from lab.viz.style import PALETTE, curve_opts, log_ticks
 
 SCORE_STYLE = {
     "aire": {"color": PALETTE[0], "label": "AIRE (global)", "dash": "solid"},
@@ -140,7 +140,8 @@ def sweep_curves(sweep: xr.Dataset, full_accuracy: float, ratio: float, score: s
     items.append(hv.Scatter(([ratio], [current]), "pruning ratio", "accuracy (%)").opts(
         color=score_style(score)["color"], size=10, marker="diamond"))
     return hv.Overlay(items).opts(title=f"{kind.upper()}: accuracy against pruning ratio (ratio = {ratio:.2f})",
-                                  legend_position="bottom_left", **curve_opts(ylim=(0, 102), xlim=(0, 1)))
+                                  legend_position="bottom_left",
+                                  **curve_opts(width=520, ylim=(0, 102), xlim=(0, 1)))
 
 
 def kept_bars(kept: list[int], sizes: list[int], score: str, ratio: float) -> hv.Bars:
@@ -150,7 +151,7 @@ def kept_bars(kept: list[int], sizes: list[int], score: str, ratio: float) -> hv
     part = hv.Dimension("part", values=["kept", "pruned"])
     return hv.Bars(rows, ["layer", part], "states").opts(
         stacked=True, color=hv.dim("part").categorize({"kept": PALETTE[0], "pruned": "#d9d9d9"}), tools=["hover"],
-        width=520, height=320,
+        width=480, height=340,
         title=f"states kept per layer, ratio = {ratio:.2f} ({sum(kept)} of {sum(sizes)})",
         legend_position="right")
 
@@ -172,7 +173,9 @@ def impulse_before_after(k_full: np.ndarray, k_pruned: np.ndarray, layer: int) -
                                                                                          line_width=2.5)
             * hv.Curve((lags, np.maximum(npr, floor)), lag, norm_dim, label="after").opts(
                 color=PALETTE[1], line_dash="dashed", line_width=2)).opts(
-        title=f"layer {layer}: kernel norm per lag", logy=True, legend_position="top_right", **curve_opts(width=460))
+        title=f"layer {layer}: kernel norm per lag", logy=True, legend_position="top_right",
+        yticks=log_ticks(min(np.maximum(nf, floor).min(), np.maximum(npr, floor).min()), nf.max()),
+        **curve_opts(width=460))
     ch = (hv.Curve((lags, k_full[:, 0, 0]), lag, resp_dim, label="before").opts(color=PALETTE[0], line_width=2.5)
           * hv.Curve((lags, k_pruned[:, 0, 0]), lag, resp_dim, label="after").opts(
               color=PALETTE[1], line_dash="dashed", line_width=2)).opts(

@@ -7,7 +7,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
-from lab.viz.style import PALETTE, curve_opts
+from lab.viz.style import PALETTE, curve_opts, log_ticks
 
 MODEL_STYLE = {
     "psm": {"color": PALETTE[0], "label": "Transformer-PSM"},
@@ -101,7 +101,8 @@ def counter_trace(trace: xr.Dataset, last: int = 64) -> hv.Layout:
             color="black", line_dash="dashed", interpolation="steps-post"),
         hv.Curve((n, trace.calls_per_chunk.values), "chunks pushed", "states", label="calls per chunk").opts(
             color=PALETTE[1]),
-    ]).opts(title="binary counter", logx=True, legend_position="top_left", **curve_opts(width=420))
+    ]).opts(title="binary counter", logx=True, legend_position="top_left", xticks=log_ticks(n.min(), n.max()),
+            **curve_opts(width=560))
     rects, labels = [], []
     for i in range(min(last, len(n))):
         for j, size in enumerate(trace.block_size.values[i]):

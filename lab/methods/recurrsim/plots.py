@@ -13,7 +13,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
-from lab.viz.style import PALETTE, curve_opts
+from lab.viz.style import PALETTE, curve_opts, log_ticks
 
 MODEL_STYLE = {
     "recurrsim": dict(color=PALETTE[0], label="RecurrSim (RecurrFNO)"),
@@ -255,8 +255,11 @@ def sweep_error_cost(sweep: xr.Dataset, K: int | None = None, current=None) -> h
     if current is not None:
         err = err * hv.Scatter(([K], [current]), "K", "rollout nRMSE").opts(color=PALETTE[1], size=12,
                                                                             marker="diamond")
-    return (err.opts(title="error against K", logx=True, logy=True, **curve_opts(width=420, height=300))
-            + cost.opts(title="cost against K", logx=True, **curve_opts(width=420, height=300)))
+    ticks = [int(k) for k in K_vals]
+    return (err.opts(title="error against K", logx=True, logy=True, xticks=ticks,
+                     yticks=log_ticks(np.nanmin(sweep.nrmse.values), np.nanmax(sweep.nrmse.values)),
+                     **curve_opts(width=420, height=300))
+            + cost.opts(title="cost against K", logx=True, xticks=ticks, **curve_opts(width=420, height=300)))
 
 
 def rollout_final_fields(sim: xr.Dataset) -> hv.Layout:

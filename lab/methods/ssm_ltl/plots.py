@@ -118,13 +118,14 @@ def trajectory(traj, max_channels: int = 8) -> hv.Layout:
         marker = hv.VLine(traj.first_failure).opts(color=PALETTE[1], line_width=1.5)
         states.append(marker)
         decisions.append(marker)
-    failed = "none" if traj.first_failure is None else str(traj.first_failure)
+    failed = "no mistake" if traj.first_failure is None else f"first mistake at position {traj.first_failure}"
     short = traj.word if len(traj.word) <= 40 else traj.word[:40] + "..."
-    top = hv.Overlay(states).opts(title=f"{title}: states; word {short}", legend_position="right",
+    # the word goes under the axis (a title holds about 80 characters at this width)
+    top = hv.Overlay(states).opts(title=f"{title}: states", legend_position="right", xlabel=f"position in {short}",
                                   **curve_opts(width=760, height=260))
     bottom = hv.Overlay(decisions).opts(
-        title=f"decisions: {traj.accuracy:.1%} right, first mistake at {failed}", legend_position="right",
-        **curve_opts(width=760, height=200, ylim=(-0.1, 1.1)))
+        title=f"decisions: {traj.accuracy:.1%} right, {failed}", legend_position="right",
+        **curve_opts(width=760, height=260, ylim=(-0.1, 1.1)))
     return (top + bottom).cols(1)
 
 

@@ -30,7 +30,7 @@ def _components(sub: xr.Dataset, var: str) -> list[int]:
 
 def _schedule_bars(x: np.ndarray, ubar: np.ndarray, title: str = "") -> hv.Curve:
     return hv.Curve((x, ubar), "session", "ū").opts(interpolation="steps-post", color="#8d5a97", width=560,
-                                                    height=140, show_grid=True, title=title, ylim=(-0.05, None),
+                                                    height=200, show_grid=True, title=title, ylim=(-0.05, None),
                                                     yticks=3)
 
 

@@ -114,3 +114,36 @@ def test_wsc_matrix_comes_from_the_report_s_run_and_its_key_ignores_threads(data
     wsc_live.accuracy_matrix.cache_clear()
     on_other_threads(monkeypatch, WscConfig)
     assert np.array_equal(wsc_live.accuracy_matrix("ci", "swa").values, want)  # the disk cache, other threads
+
+
+def test_pruning_curves_take_the_run_s_deterministic_sweep_and_are_cached_on_disk(data, monkeypatch):
+    """The pruning defect: with its model cached, the dashboard still swept 44 prunings (about 5 s) on every open."""
+    from lab.methods.aire_prune import live
+    from lab.methods.aire_prune.config import SCORES, Config
+
+    cfg = Config.from_profile("ci")
+    layers = cfg.n_layers
+    shape = (1, 1, len(SCORES), len(live.SWEEP_RATIOS))
+    acc = np.arange(np.prod(shape), dtype=float).reshape(shape)
+    run = xr.Dataset({"accuracy": (("kind", "seed", "score", "ratio"), acc),
+                      "states_kept": (("kind", "seed", "score", "ratio", "layer"),
+                                      np.full((*shape, layers), 3, np.int64)),
+                      "accuracy_full": (("kind", "seed"), [[42.0]])},
+                     coords={"kind": ["lru"], "seed": [cfg.seed], "score": list(SCORES),
+                             "ratio": list(live.SWEEP_RATIOS)})
+    save_report_run(data, "aire_prune", "ci", cfg, run)
+    evaluated = []
+    real = live.accuracy_on_test
+    monkeypatch.setattr(live, "accuracy_on_test", lambda m, d: evaluated.append(1) or real(m, d))
+    for fn in (live.curves, live.trained, live.task):
+        fn.cache_clear()
+    got = live.curves(cfg, "lru")
+    assert len(evaluated) == len(live.SWEEP_RATIOS)  # the random draws only
+    deterministic = [s for s in SCORES if s != "random"]
+    assert np.array_equal(got.accuracy.sel(score=deterministic), run.accuracy[0, 0].sel(score=deterministic))
+    assert got.attrs["accuracy_full"] == 42.0
+    monkeypatch.setattr(live, "_sweep", never)
+    live.curves.cache_clear()
+    again = live.curves(cfg.replace(threads=2), "lru")  # from the disk, whatever the threads
+    assert np.array_equal(again.accuracy, got.accuracy)
+    live.curves.cache_clear()

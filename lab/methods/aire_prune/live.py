@@ -11,20 +11,22 @@ import numpy as np
 import torch
 import xarray as xr
 
-from lab.cache import Trained, memo
+from lab.cache import Trained, cached_dataset, memo, saved_run
 from lab.core.models import state_sizes
 from lab.core.runtime import threads
 from lab.core.tasks import accuracy_on_test, load_task
 from lab.datasets.sequences import SequenceTask
 from lab.methods.aire_prune import model as P
 from lab.methods.aire_prune.config import SCORES, Config
-from lab.methods.aire_prune.train import trained_model
+from lab.methods.aire_prune.train import trained_model, training_key
 
 __all__ = ["IMPULSE_LAGS", "SWEEP_RATIOS", "Pruned", "curves", "impulse_responses", "prepare", "pruned", "task",
            "trained", "unpruned_macs", "unpruned_state_sizes"]
 
 #: ratios of the accuracy-against-ratio curves
 SWEEP_RATIOS = tuple(round(0.1 * k, 2) for k in range(10)) + (0.95,)
+#: bump when the sweep changes (invalidates the cached curves)
+CURVES_VERSION = 1
 #: lags of the impulse responses shown before and after pruning
 IMPULSE_LAGS = 64
 
@@ -78,23 +80,47 @@ def prepare(cfg: Config, kind: str, report: Callable[..., None] | None = None) -
 
 @memo(8)
 def curves(cfg: Config, kind: str) -> xr.Dataset:
-    """Accuracy against :data:`SWEEP_RATIOS` for every score (random: one draw per ratio) and states kept per layer.
+    """Accuracy against :data:`SWEEP_RATIOS` for every score (random: one draw per ratio) and states kept per layer;
+    cached on disk by the model's training key (instant after the first use). The deterministic scores come from
+    the report's current run of this Config when it swept the same ratios (:func:`lab.cache.saved_run`), so only
+    the random draws are evaluated then.
 
     Returns:
         Dataset with accuracy (score, ratio) in %, states_kept (score, ratio, layer) and the unpruned accuracy in
         ``attrs["accuracy_full"]``.
     """
+    key = {"version": CURVES_VERSION, "training": training_key(cfg, kind, cfg.seed), "n_test": cfg.n_test,
+           "ratios": SWEEP_RATIOS, "scores": SCORES}
+    return cached_dataset("aire_prune-curves", key, lambda: _sweep(cfg, kind))
+
+
+def _swept_by_the_run(cfg: Config, kind: str) -> xr.Dataset | None:
+    """The report's run's sweep of this model (score, ratio[, layer]) when it swept :data:`SWEEP_RATIOS`."""
+    ds = saved_run("aire_prune", cfg)
+    if ds is None or kind not in ds.kind.values or cfg.seed not in ds.seed.values:
+        return None
+    if len(ds.ratio) != len(SWEEP_RATIOS) or not np.allclose(ds.ratio.values, SWEEP_RATIOS, rtol=0, atol=1e-12):
+        return None
+    return ds.sel(kind=kind, seed=cfg.seed)
+
+
+def _sweep(cfg: Config, kind: str) -> xr.Dataset:
     model, data = trained(cfg, kind).model, task(cfg)
+    run = _swept_by_the_run(cfg, kind)
     rng = np.random.default_rng([cfg.seed, 777])
     acc = np.zeros((len(SCORES), len(SWEEP_RATIOS)))
     kept = np.zeros((len(SCORES), len(SWEEP_RATIOS), len(P.diagonal_layers(model))), dtype=np.int64)
     with threads(cfg.threads):
         for s, score in enumerate(SCORES):
+            if run is not None and score != "random" and score in run.score.values:
+                acc[s] = run.accuracy.sel(score=score).values  # the same deterministic plan on the same model
+                kept[s] = run.states_kept.sel(score=score).values
+                continue
             for r, ratio in enumerate(SWEEP_RATIOS):
                 keep = P.plan(model, score, ratio, rng)
                 acc[s, r] = accuracy_on_test(P.prune(model, keep), data)
                 kept[s, r] = [len(k) for k in keep]
-        full = accuracy_on_test(model, data)
+        full = float(run.accuracy_full) if run is not None else accuracy_on_test(model, data)
     return xr.Dataset(
         {"accuracy": (("score", "ratio"), acc, {"long_name": "test accuracy", "units": "%"}),
          "states_kept": (("score", "ratio", "layer"), kept, {"long_name": "states kept", "units": "states"})},

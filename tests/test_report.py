@@ -47,8 +47,12 @@ def test_report_exit_code_and_index(report_dir):
 
 
 def test_index_opens_with_every_methods_headline(report_dir):
-    """The index opens with one row per method: its headline claim, measured, control, verdict; tables follow."""
+    """The index opens with one row per method: its paper's central claim in a few words, its verdict, measured,
+    required, control; the sections follow."""
+    import html
     import json
+
+    from lab.report.headlines import lead
 
     folder, _ = report_dir
     index = (folder / "index.html").read_text()
@@ -57,7 +61,7 @@ def test_index_opens_with_every_methods_headline(report_dir):
     summary = json.loads((folder / "summary.json").read_text())
     for m in summary["methods"]:
         (head,) = [c for c in m["claims"] if c["headline"]]
-        assert f'href="#{m["slug"]}"' in opening and f"<b>{head['name']}</b>" in opening
+        assert f'href="#{m["slug"]}"' in opening and html.escape(lead(head["statement"])) in opening
         assert f">{head['verdict']}</td>" in opening
 
 
@@ -147,55 +151,6 @@ def test_index_row_shows_the_notebooks_headline_figure(report_dir, slug):
         assert 'class="headline"' in section and "data:image/png;base64," in section
     else:
         assert not png.exists() and "<img" not in section
-
-
-def test_headline_png_keeps_the_bokeh_look():
-    """The matplotlib drawing carries the colour the bokeh options set: red pixels for a red curve."""
-    import io
-
-    import holoviews as hv
-    import numpy as np
-    from PIL import Image
-
-    import lab.viz.style  # noqa: F401  the bokeh backend, as in the methods' plots.py
-    from lab.viz import headline_png
-
-    x = np.linspace(0, 1, 50)
-    png = headline_png(hv.Curve((x, x**2)).opts(color="#d1495b", line_width=4, title="a title"), max_pixels=300)
-    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
-    assert max(img.shape[:2]) <= 300 + 2
-    red = (abs(img[..., 0] - 0xD1) < 30) & (abs(img[..., 1] - 0x49) < 30) & (abs(img[..., 2] - 0x5B) < 30)
-    assert red.sum() > 50
-    assert hv.Store.current_backend == "bokeh"  # drawing the headline leaves the notebook on bokeh
-
-
-def test_headline_refuses_what_is_not_a_plot():
-    from lab.checks import ConfigError
-    from lab.viz import headline_png
-
-    with pytest.raises(ConfigError, match="obj='list' is not allowed; allowed: a HoloViews object"):
-        headline_png([1, 2, 3])
-    with pytest.raises(ConfigError, match="max_pixels"):
-        import holoviews as hv
-
-        headline_png(hv.Curve([1, 2]), max_pixels=10)
-
-
-def test_find_headline_reads_only_the_marked_image():
-    import base64
-
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_notebook, new_output
-
-    from lab.viz import find_headline
-
-    png = b"\x89PNG\r\n\x1a\nfake"
-    data = {"image/png": base64.b64encode(png).decode()}
-    plain = new_code_cell("x", outputs=[new_output("display_data", data=data)])
-    marked = new_code_cell("y", outputs=[new_output("display_data", data=data, metadata={"lab": {"headline": True}})])
-    assert find_headline(new_notebook(cells=[plain])) is None
-    assert find_headline(new_notebook(cells=[plain, marked])) == png
-    assert find_headline(nbformat.reads(nbformat.writes(new_notebook(cells=[marked])), as_version=4)) == png
 
 
 # --- skipping what did not change ----------------------------------------------------------------------------------
@@ -424,15 +379,3 @@ def test_index_opens_offline_with_its_pictures(report_dir, browser):
             assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100")
     finally:
         seen["context"].close()
-
-
-def test_headline_png_draws_a_labelled_categorical_heat_map():
-    """A heat map with text placed by category names (a common overlay) still gives a headline image."""
-    import holoviews as hv
-
-    from lab.viz import headline_png
-
-    rows = [(c, r, float(i + j)) for i, c in enumerate("abc") for j, r in enumerate(("x", "y"))]
-    plot = hv.HeatMap(rows, ["col", "row"], "v") * hv.Labels([(c, r, f"{v:.0f}") for c, r, v in rows],
-                                                             ["col", "row"], "text")
-    assert headline_png(plot, max_pixels=200)[:8] == b"\x89PNG\r\n\x1a\n"

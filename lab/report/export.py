@@ -232,8 +232,11 @@ def _offline_copy(nb, out_dir: Path, title: str | None = None):
         if cell.get("cell_type") == "code":
             if any(_is_headline(o) for o in cell.outputs):
                 continue
-            if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "injected-parameters" in tags:
                 _relative_parameters(cell)
+            if "parameters" in tags:  # the full-width equals keeps papermill's help parser off the comments only
+                cell.source = cell.source.replace("\uff1d", "=")
             cell.outputs = [o for o in (_output_shown(o, out_dir) for o in cell.outputs) if o is not None]
         cells.append(cell)
     nb.cells = cells

@@ -22,6 +22,13 @@ METHOD = ("ssm_inr", "ssdi8")
 TITLE = "Compact models: SSMs as neural representations (SSM-INR), 8-bit SSD quantisation (SSDi8)"
 DESCRIPTION = "Images and video as small SSM representations; SSDi8's 8-bit quantisation of Mamba-2"
 
+def _pane(obj) -> pn.pane.HoloViews:
+    """A plot on its own axes: Panel links the axes of every plot in a document that share a dimension name by
+    default, which drew a 32 x 32 pyramid level in a corner of the 64 x 64 original's range, and the activation
+    histogram's ``x`` values on the images' 0-64 ``x`` axis."""
+    return pn.pane.HoloViews(obj, linked_axes=False)
+
+
 VIEW_PARAMS = ("datum", "encoder", "budget", "frame", "profile")
 QUANT_PARAMS = ("tensor", "axis", "index", "profile")
 
@@ -40,7 +47,7 @@ class InrPanel(MethodPanel):
     datum = param.Selector(default="astronaut", objects=list(live.DATA), doc="The datum to represent.")
     encoder = param.Selector(default="lpnet_s3k", objects=list(live.SHOWN), doc="The model shown.")
     budget = param.Selector(default=3000, objects=[3000], doc="Parameters of the model (encoder + decoder).")
-    frame = param.Integer(default=0, bounds=(0, 0), doc="Frame of the video shown.")
+    frame = param.Integer(default=0, bounds=(0, 0), precedence=-1, doc="Frame of the video shown (videos only).")
 
     @preparation(on=("profile", "datum"), label="the fits", cached=lambda s: live.prepared(s.datum, s.profile),
                  message="**Fitting** every encoder to {datum} (first use; cached on disk afterwards)...",
@@ -56,8 +63,12 @@ class InrPanel(MethodPanel):
         if self.budget not in cfg.rd_budgets:
             self.budget = cfg.budget if cfg.budget in cfg.rd_budgets else cfg.rd_budgets[0]
         frames = cfg.frames if self.datum == "shapes_video" else 1
+        if frames == 1:  # no slider for a still image: a slider from 0 to 0 is invalid (Bokeh's E-1021)
+            self.param.frame.precedence = -1
         self.param.frame.bounds = (0, frames - 1)
         self.frame = min(self.frame, frames - 1)
+        if frames > 1:
+            self.param.frame.precedence = None
 
     def representation(self) -> dict:
         return live.explore(self.datum, self.encoder, self.budget, self.profile, self.frame)
@@ -67,14 +78,14 @@ class InrPanel(MethodPanel):
         v = self.representation()
         name = plots.LABELS[self.encoder]
         return pn.Row(
-            pn.pane.HoloViews(plots.image(v["original"], f"original: {self.datum}")),
-            pn.pane.HoloViews(plots.image(v["reconstruction"], f"{name}: {v['psnr']:.2f} dB")),
-            pn.pane.HoloViews(plots.error_map(v["original"], v["reconstruction"], f"{name} error")))
+            _pane(plots.image(v["original"], f"original: {self.datum}")),
+            _pane(plots.image(v["reconstruction"], f"{name}: {v['psnr']:.2f} dB")),
+            _pane(plots.error_map(v["original"], v["reconstruction"], f"{name} error")))
 
     @view(*VIEW_PARAMS, needs="fits")
     def pyramid(self):
         levels = self.representation()["pyramid"]
-        return pn.Row(*[pn.pane.HoloViews(plots.pyramid_level(lv, i, i == len(levels) - 1))
+        return pn.Row(*[_pane(plots.pyramid_level(lv, i, i == len(levels) - 1))
                         for i, lv in enumerate(levels)])
 
     @view(*VIEW_PARAMS, needs="fits")
@@ -87,7 +98,7 @@ class InrPanel(MethodPanel):
     @view("datum", "profile", needs="fits")
     def rate_distortion(self):
         rows = live.rd_rows(self.datum, self.profile)
-        return pn.pane.HoloViews(plots.rd_curves(rows, f"PSNR against size: {self.datum}"))
+        return _pane(plots.rd_curves(rows, f"PSNR against size: {self.datum}"))
 
     def main(self) -> list:
         return [self.summary, self.images, self.pyramid, self.rate_distortion]
@@ -124,14 +135,14 @@ class Ssdi8Panel(MethodPanel):
     @view("profile", needs="quantised")
     def bars(self):
         table = qlive.quant_table(self.profile)
-        return pn.Row(pn.pane.HoloViews(qplots.perplexity_bars(table)), pn.pane.HoloViews(qplots.error_bars(table)))
+        return pn.Row(_pane(qplots.perplexity_bars(table)), _pane(qplots.error_bars(table)))
 
     @view(*QUANT_PARAMS, needs="quantised")
     def histogram(self):
         values = qlive.activations(self.profile, self.tensor, self.axis)
         index = min(self.index, values.sizes[values.dims[0]] - 1)
-        return pn.Row(pn.pane.HoloViews(qplots.activation_ranges(values)),
-                      pn.pane.HoloViews(qplots.activation_histogram(values, index)))
+        return pn.Row(_pane(qplots.activation_ranges(values)),
+                      _pane(qplots.activation_histogram(values, index)))
 
     def main(self) -> list:
         return [self.bars, self.histogram]

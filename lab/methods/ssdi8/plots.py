@@ -29,12 +29,41 @@ def _colours() -> dict:
 
 
 def _log_range(values) -> tuple[float, float]:
-    """y limits of a log axis showing every positive value (spikes start at the lower limit, not at 0)."""
+    """Limits of a log axis showing every positive value with room around it (a bar on it starts at the lower one)."""
     v = np.asarray(values, float)
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return (1e-3, 1.0)
     return (float(v.min()) / 2, float(v.max()) * 2)
+
+
+def _bars(rows: list, kdims: list, label: str, title: str, colour_by: str, colours: dict, log: bool,
+          **opts) -> hv.Bars:
+    """Horizontal bars (one row per label: no two labels share a line), coloured by ``colour_by``; on a log axis
+    each bar starts at the axis' lower limit (HoloViews starts log bars at the value dimension's range), not at a
+    fixed 0.01."""
+    values = [r[-1] for r in rows]
+    if log:
+        lo, hi = _log_range(values)
+        vdim = hv.Dimension(label, range=(lo, hi))
+    else:
+        lo, hi = min(values), max(values)
+        pad = 0.05 * (hi - lo or abs(hi) or 1)
+        vdim = hv.Dimension(label, range=(lo - pad, hi + pad))
+    size = {"width": 490, "height": 80 + 17 * len(rows), **opts}
+    return hv.Bars(rows, kdims, vdim).opts(
+        title=title, invert_axes=True, logx=log, logy=log, color=hv.dim(colour_by).categorize(colours),
+        show_legend=False, tools=["hover"], toolbar="above", **size)
+
+
+def _stems(index, values, kdim: str, vdim: str, lo: float, colour: str, label: str | None = None) -> hv.Overlay:
+    """One stem per index from ``lo`` (the log axis' floor: spikes from 0 vanish on a log axis) up to its value, and
+    a dot at the value."""
+    index, values = np.asarray(index), np.asarray(values, float)
+    kw = {} if label is None else {"label": label}
+    stems = hv.Segments((index, np.full(len(values), lo), index, values), [kdim, vdim, f"{kdim}_", f"{vdim}_"])
+    return stems.opts(color=colour, line_width=1.5) * hv.Scatter((index, values), kdim, vdim, **kw).opts(
+        color=colour, size=5, tools=["hover"])
 
 
 def perplexity_bars(table: xr.Dataset) -> hv.Bars:
@@ -43,10 +72,8 @@ def perplexity_bars(table: xr.Dataset) -> hv.Bars:
             for w in table.weights.values for v in table.variant.values]
     variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
     fp = float(table.perplexity.sel(variant="fp32", weights="fp32"))
-    return hv.Bars(rows, ["weights", variant], "perplexity").opts(
-        title=f"evaluation perplexity (FP32: {fp:.3f})", color=hv.dim("variant").categorize(_colours()),
-        tools=["hover"], width=720, height=360, xrotation=0, show_legend=False,
-        ylim=(0.98 * min(r[2] for r in rows), None))
+    return _bars(rows, ["weights", variant], "perplexity", f"evaluation perplexity (FP32: {fp:.3f})", "variant",
+                 _colours(), log=False, width=500)
 
 
 def error_bars(table: xr.Dataset) -> hv.Bars:
@@ -55,10 +82,8 @@ def error_bars(table: xr.Dataset) -> hv.Bars:
     rows = [(WEIGHTS_LABEL.get(str(w), str(w)), _label(str(v)), max(float(err.sel(variant=v, weights=w)), 1e-12))
             for w in table.weights.values for v in table.variant.values if v != "fp32" or w != "fp32"]
     variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
-    return hv.Bars(rows, ["weights", variant], "relative error").opts(
-        title="SSD output error Σ|Y' - Y|² / Σ|Y|² (mean over layers)", logy=True,
-        color=hv.dim("variant").categorize(_colours()), tools=["hover"], width=720, height=360,
-        show_legend=False, ylim=_log_range([r[2] for r in rows]))
+    return _bars(rows, ["weights", variant], "relative error (mean over layers)", "SSD output error Σ|Y'-Y|²/Σ|Y|²",
+                 "variant", _colours(), log=True)
 
 
 def channel_ranges(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:
@@ -67,12 +92,13 @@ def channel_ranges(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:
     amax = ds.x_amax.sel(layer=layer).max("chunk").values
     out = ds.outlier.sel(layer=layer).values > 1
     ch = ds.channel.values
-    items = [hv.Spikes((ch[~out], amax[~out]), "channel", "amax", label="channels").opts(color=PALETTE[0]),
+    lo, hi = _log_range(amax)
+    items = [_stems(ch[~out], amax[~out], "channel", "amax", lo, PALETTE[0], "channels"),
              hv.Scatter((ch[out], amax[out]), "channel", "amax", label="injected outliers").opts(
                  color=PALETTE[1], size=8, marker="triangle"),
              hv.HLine(float(amax.max())).opts(color=PALETTE[1], line_dash="dashed", line_width=1)]
     return hv.Overlay(items).opts(title=f"layer {layer}: range of x per channel (one scale each, axis-aware)",
-                                  logy=True, legend_position="top_right", **curve_opts(ylim=_log_range(amax)))
+                                  logy=True, legend_position="right", **curve_opts(ylim=(lo, hi), width=720))
 
 
 def chunk_ranges(ds: xr.Dataset, layer: int = 0) -> hv.HeatMap:
@@ -80,8 +106,8 @@ def chunk_ranges(ds: xr.Dataset, layer: int = 0) -> hv.HeatMap:
     per chunk gains over one per channel."""
     a = ds.x_amax.sel(layer=layer)
     rel = (a / a.max("chunk")).values
-    rows = [(int(c), int(p), float(rel[i, j])) for i, c in enumerate(ds["chunk"].values)
-            for j, p in enumerate(ds.channel.values)]
+    rows = [(int(p), int(c), float(rel[i, j])) for i, c in enumerate(ds["chunk"].values)
+            for j, p in enumerate(ds.channel.values)]  # (channel, chunk, value), as the key dimensions read
     return hv.HeatMap(rows, ["channel", "chunk"], "amax / channel max").opts(
         title=f"layer {layer}: range of x per chunk (relative to the channel's largest)", cmap="viridis",
         colorbar=True, width=720, height=260, tools=["hover"])
@@ -105,10 +131,8 @@ def cpu_costs(ds: xr.Dataset) -> hv.Bars:
     rows = [(str(op), labels[str(i)], 1e3 * float(ds.cpu_time.sel(op=op, impl=i)))
             for op in ds.op.values for i in ds.impl.values]
     impl = hv.Dimension("implementation", values=list(labels.values()))
-    return hv.Bars(rows, ["operation", impl], "ms").opts(
-        title=f"CPU wall time ({ds.attrs['threads']} thread(s), load {ds.attrs['load_before']:.1f}); no GPU figure",
-        logy=True, color=hv.dim("implementation").categorize(colours), tools=["hover"], width=620, height=340,
-        show_legend=False, ylim=_log_range([r[2] for r in rows]))
+    return _bars(rows, ["operation", impl], "ms", f"CPU wall time ({ds.attrs['threads']} thread(s), load "
+                 f"{ds.attrs['load_before']:.1f}); no GPU figure", "implementation", colours, log=True, width=560)
 
 
 def training_curve(ds: xr.Dataset) -> hv.Curve:
@@ -122,24 +146,28 @@ def activation_ranges(values: xr.DataArray) -> hv.Overlay:
     """amax of the activation per index along its axis (:func:`live.activations`), and the per-tensor amax."""
     axis = values.dims[0]
     a = np.abs(values).max("sample").values
-    idx = values[axis].values
+    lo, hi = _log_range(a)
     return hv.Overlay([
-        hv.Spikes((idx, a), axis, "amax").opts(color=PALETTE[0], line_width=2),
+        _stems(values[axis].values, a, axis, "amax", lo, PALETTE[0]),
         hv.HLine(float(a.max())).opts(color=PALETTE[1], line_dash="dashed", line_width=1),
-    ]).opts(title=f"{values.attrs.get('tensor', '')}: range per {axis} (dashed: one scale per tensor)", logy=True,
-            **curve_opts(ylim=_log_range(a)))
+    ]).opts(title=f"{values.attrs.get('tensor', '')}: range per {axis} (dashed: per tensor)", logy=True,
+            **curve_opts(ylim=(lo, hi), width=500, toolbar="above"))
 
 
 def activation_histogram(values: xr.DataArray, index: int | None = None, bins: int = 80) -> hv.Histogram:
-    """Histogram of the activation's values (all indices, or one index along its axis), log counts."""
+    """Histogram of the activation's values (all indices, or one index along its axis) over their own range, log
+    counts: the bars start at the axis floor, 0.5, under a single count."""
     axis = values.dims[0]
     v = values.values.ravel() if index is None else values.isel({axis: index}).values.ravel()
-    counts, edges = np.histogram(v, bins=bins)
+    v = v[np.isfinite(v)]
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    counts, edges = np.histogram(v, bins=bins, range=(lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
     where = "all" if index is None else f"{axis} {int(values[axis].values[index])}"
     name = values.attrs.get("tensor", "value")
     return hv.Histogram((edges, np.maximum(counts, 0.5)), kdims=[name], vdims=["count"]).opts(
         title=f"{values.attrs.get('tensor', '')} values ({where})", logy=True, color=PALETTE[0], line_alpha=0,
-        width=560, height=300, tools=["hover"])
+        xlim=(float(edges[0]), float(edges[-1])), ylim=(0.5, 2.0 * max(int(counts.max()), 1)), width=500,
+        height=340, tools=["hover"], toolbar="above")
 
 
 # ------------------------------------------------------------------------------------------------------------------

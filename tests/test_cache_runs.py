@@ -26,7 +26,7 @@ def never(*args, **kwargs):
 @pytest.fixture
 def data(monkeypatch, tmp_path):
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr("lab.report.reuse.ROOT", tmp_path)  # the report's folder: tmp_path/reports
+    monkeypatch.setattr("lab.cache.runs.REPORTS", tmp_path / "reports")
     for fn in (rem_live.grid, wsc_live.accuracy_matrix):
         fn.cache_clear()
     yield tmp_path

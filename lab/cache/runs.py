@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import xarray as xr
 
 from .datasets import cache_path, cached_dataset
+from .keys import project_root
 from .watch import quiet
 
-__all__ = ["RUN_ONLY", "cached_run", "result_config", "saved_run"]
+__all__ = ["REPORTS", "RUN_ONLY", "cached_run", "result_config", "saved_run"]
+
+#: where ``make report`` writes (``reports/<profile>/``; tests point it elsewhere)
+REPORTS = project_root() / "reports"
 
 #: Config fields that change how fast or where a run is made, never its results (threads and device up to
 #: floating-point rounding, as the weight caches already assume; ``use_cache`` only whether weights are reloaded)
@@ -37,12 +42,12 @@ def saved_run(slug: str, cfg: Any, reports: Any = None) -> xr.Dataset | None:
     ``cfg`` but for :data:`RUN_ONLY`.
 
     Arguments:
-        reports: the report folder (default: ``reports/`` of the project).
+        reports: the report folder (default: :data:`REPORTS`).
     """
     from lab import registry, results
-    from lab.report.reuse import ROOT, run_key, stamp_path
+    from lab.report.reuse import run_key, stamp_path
 
-    folder = ROOT / "reports" if reports is None else reports
+    folder = REPORTS if reports is None else Path(reports)
     want = result_config(cfg)
     method = registry.get(slug)
     for profile in ("ci", "quick", "full"):

@@ -5,8 +5,10 @@ their data (bars from a base the values sit on, ranges with their spikes, a hist
 import holoviews as hv
 import numpy as np
 import pytest
+import xarray as xr
 from bokeh.models import GlyphRenderer
 
+from lab.methods.ssdi8 import plots as qplots
 from lab.methods.ssm_inr import plots
 
 
@@ -76,3 +78,69 @@ def test_every_model_has_its_own_colour_in_psnr_against_size():
     flat = [next(iter(c)) for c in colours.values()]
     assert len(set(flat)) == len(flat), colours  # and no two models share one
     assert len(set(plots.COLOURS.values())) == len(plots.LABELS)
+
+
+def _table() -> xr.Dataset:
+    """A quantisation table like :func:`lab.methods.ssdi8.live.quant_table`'s, values spread over three decades."""
+    variants = list(qplots.VARIANT_STYLE)
+    weights = ["fp32", "w8a8", "w4a8"]
+    shape = (len(variants), len(weights))
+    return xr.Dataset({"perplexity": (("variant", "weights"), np.linspace(7, 8, np.prod(shape)).reshape(shape)),
+                       "ssd_error": (("layer", "variant", "weights"),
+                                     np.geomspace(1e-4, 1e-1, 2 * np.prod(shape)).reshape(2, *shape))},
+                      coords={"variant": variants, "weights": weights})
+
+
+@pytest.mark.parametrize("build", [qplots.perplexity_bars, qplots.error_bars])
+def test_quantisation_bars_give_each_label_its_own_line(build):
+    fig = hv.render(build(_table()))
+    factors = list(fig.y_range.factors)  # horizontal bars: the labels are rows of the y axis, one per bar
+    (bars,) = _glyphs(fig)
+    assert type(bars.glyph).__name__ == "HBar"
+    assert len(set(factors)) == len(factors) and (fig.height - 80) / len(factors) >= 12  # a text line each
+
+
+def test_log_error_bars_start_at_the_axis_floor_under_every_value():
+    table = _table()
+    fig = hv.render(qplots.error_bars(table))
+    (bars,) = _glyphs(fig)
+    values = np.asarray(bars.data_source.data[bars.glyph.right])
+    assert type(fig.x_scale).__name__ == "LogScale"
+    assert bars.glyph.left == pytest.approx(fig.x_range.start)  # not a fixed 0.01 above the smallest values
+    assert 0 < fig.x_range.start < values.min() and fig.x_range.end > values.max()
+
+
+def _activations(n: int = 16) -> xr.DataArray:
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal((n, 200)) * np.geomspace(0.1, 30, n)[:, None]
+    return xr.DataArray(v, dims=("channel", "sample"), coords={"channel": np.arange(n)}, attrs={"tensor": "x"})
+
+
+def test_the_range_per_index_draws_a_stem_per_index_on_its_log_axis():
+    values = _activations()
+    fig = hv.render(qplots.activation_ranges(values))
+    (stems,) = [r for r in _glyphs(fig) if type(r.glyph).__name__ == "Segment"]
+    data = stems.data_source.data
+    amax = np.abs(values.values).max(1)
+    assert np.allclose(np.sort(data["amax_"]), np.sort(amax))  # one stem per channel, up to its amax
+    assert np.all(np.asarray(data["amax"]) > 0)  # from a floor a log axis can draw (spikes started at 0)
+    assert fig.y_range.start <= min(data["amax"]) and fig.y_range.end >= amax.max()
+
+
+def test_the_histogram_spans_the_data_and_its_bars_start_under_one_count():
+    values = _activations() + 100.0  # far from 0: the axis must follow the data, not include 0
+    fig = hv.render(qplots.activation_histogram(values, 3))
+    one = values.isel(channel=3).values
+    assert fig.x_range.start == pytest.approx(one.min()) and fig.x_range.end == pytest.approx(one.max())
+    assert fig.y_range.start == 0.5 and type(fig.y_scale).__name__ == "LogScale"
+
+
+def test_chunk_ranges_put_channels_on_the_channel_axis():
+    amax = np.arange(1, 1 + 2 * 3 * 5, dtype=float).reshape(2, 3, 5)  # layer, chunk, channel
+    ds = xr.Dataset({"x_amax": (("layer", "chunk", "channel"), amax)},
+                    coords={"layer": [0, 1], "chunk": [0, 1, 2], "channel": np.arange(5)})
+    heat = qplots.chunk_ranges(ds)
+    assert sorted(set(heat.dimension_values("channel"))) == list(range(5))
+    assert sorted(set(heat.dimension_values("chunk"))) == [0, 1, 2]
+    cell = heat.select(channel=4, chunk=0).dimension_values(2)[0]
+    assert cell == pytest.approx(amax[0, 0, 4] / amax[0, :, 4].max())

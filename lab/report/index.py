@@ -32,9 +32,9 @@ table.claims col.c-claim{width:36%}table.claims col.c-measured{width:15%}table.c
 table.claims col.c-control{width:20%}table.claims col.c-verdict{width:12%}
 section{border:1px solid #ddd;border-radius:8px;padding:.8rem 1rem;margin:1rem 0}
 section h2{margin:.1rem 0 .3rem 0;font-size:1.1rem}.meta{color:#555;font-size:.88rem}
-.row{display:flex;gap:1.2rem;align-items:flex-start;margin-top:.6rem}.row>.headline-claim{flex:1 1 auto;min-width:0}
-figure.headline{flex:0 0 auto;margin:0;width:340px}
-figure.headline img{max-width:340px;max-height:300px;width:auto;height:auto;display:block;border:1px solid #eee;
+.row{display:flex;gap:1.2rem;align-items:flex-start;margin-top:.6rem}.row>.headline-claim{flex:1 1 420px;min-width:0}
+figure.headline{flex:0 1 auto;margin:0;max-width:460px}
+figure.headline img{max-width:100%;max-height:320px;width:auto;height:auto;display:block;border:1px solid #eee;
 border-radius:4px}
 figure.headline figcaption{font-size:.78rem;color:#666}
 .verdict-line{font-size:1rem;margin:.2rem 0}.verdict-line .pass,.verdict-line .fail{font-weight:bold}

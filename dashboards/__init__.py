@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["APPS", "DashboardInfo", "app_factory", "describe_dashboards", "serve_apps"]
+__all__ = ["APPS", "DashboardInfo", "app_factory", "describe_dashboards", "quiet_closed_pages", "serve_apps"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -76,6 +77,36 @@ def app_factory(name: str) -> Callable[[], object]:
     return build
 
 
+#: loggers that report a message to a page closed meanwhile (a tab closed or reloaded while a plot or a progress bar
+#: was being sent): Bokeh's and Panel's warning, asyncio's "Task exception was never retrieved", tornado's callback
+_CLOSED_PAGE_LOGGERS = ("bokeh.server.views.ws", "panel.io.document", "asyncio", "tornado.application")
+
+
+class _ClosedPageFilter(logging.Filter):
+    """Drops the records of a write to a websocket its page closed: the reader left, nothing is lost (the work goes
+    on and caches its result) and nothing is to be done; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from tornado.iostream import StreamClosedError
+        from tornado.websocket import WebSocketClosedError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (WebSocketClosedError, StreamClosedError)):
+            return False
+        return "connection was closed" not in record.getMessage()
+
+
+_CLOSED_PAGE_FILTER = _ClosedPageFilter()
+
+
+def quiet_closed_pages() -> None:
+    """Silence the logs of messages sent to a page that has just closed (:class:`_ClosedPageFilter`); idempotent."""
+    for name in _CLOSED_PAGE_LOGGERS:
+        logger = logging.getLogger(name)
+        if _CLOSED_PAGE_FILTER not in logger.filters:
+            logger.addFilter(_CLOSED_PAGE_FILTER)
+
+
 def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.0.1", show: bool = False,
                threaded: bool = False, start: bool = True):
     """Serve the named apps with the lab's index page (:mod:`dashboards.index`) listing them at ``/``; blocks until
@@ -86,6 +117,7 @@ def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.
     from lab import setup_process
 
     setup_process()
+    quiet_closed_pages()
     unknown = [n for n in names if n not in APPS]
     if unknown:
         raise ValueError(f"unknown dashboard(s) {', '.join(unknown)}; known dashboards: {', '.join(APPS)}")

@@ -195,6 +195,12 @@ class Preparation:
 
     def poll(self) -> None:
         """Move the progress bar; when the work has ended: record it, bump the panel's counter, re-check."""
+        context = getattr(pn.state.curdoc, "session_context", None)
+        if context is not None and context.destroyed:  # the page has gone: nothing to show (the work ends alone)
+            if self._poller is not None:
+                self._poller.stop()
+            self._poller = None
+            return
         info = self.info
         self.progress.max = max(1, int(info.get("total", 1)))
         self.progress.value = min(int(info.get("done", 0)), self.progress.max)

@@ -35,7 +35,7 @@ class RemPanel(MethodPanel):
     controls = ("corruption", "rate", "seed_offset", "profile")
 
     corruption = param.Selector(default=None, objects=[None], doc="Corruption of the cell (regularity axis).")
-    rate = param.Selector(default=None, objects=[None], label="discovery rate",
+    rate = param.Selector(default=None, objects=[None], label="Discovery rate",
                           doc="Share of the corrupted data known at unlearning time.")
     seed_offset = param.Integer(default=0, bounds=(0, 9), label="REM seed",
                                 doc="Seed of the REM model examined up close (the profile's seed plus this).")
@@ -71,7 +71,10 @@ class RemPanel(MethodPanel):
 
     @view(*CELL_PARAMS, needs="grid")
     def grids(self):
-        return pn.pane.HoloViews(plots.score_grids(live.grid(self.profile), selected=self._cell()))
+        # one pane per heat map: a Bokeh grid of them loses their titles and detaches their colour bars
+        grids = plots.score_grids(live.grid(self.profile), selected=self._cell())
+        return pn.Column(pn.pane.Markdown("Score (0-100) over the task space, the chosen cell outlined in red:"),
+                         pn.GridBox(*(pn.pane.HoloViews(p) for p in grids), ncols=3))
 
     @view("profile", needs="grid")
     def summary(self):

@@ -72,9 +72,8 @@ def memory_vs_accuracy(table: xr.Dataset) -> hv.Overlay:
         items.append(hv.Scatter([(x, y, float(row.bwt))], "basis memory (KiB)", ["ACC (%)", "BWT (pt)"],
                                 label=label).opts(color=colour, size=11, tools=["hover"],
                                                   marker="triangle" if "naive" in label else "circle"))
-        items.append(hv.Labels([(x, y, label)], ["basis memory (KiB)", "ACC (%)"], "text").opts(
-            text_font_size="8pt", yoffset=1.2, text_color=colour))
-    return hv.Overlay(items).opts(title="average accuracy against basis memory", show_legend=False,
+    # a legend names the points (labels beside them printed over each other where variants score alike)
+    return hv.Overlay(items).opts(title="average accuracy against basis memory", legend_position="right",
                                   **curve_opts(width=640, height=400))
 
 

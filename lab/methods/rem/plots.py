@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from lab.viz.bands import spread_text
-from lab.viz.style import PALETTE
+from lab.viz.style import PALETTE, text_colour
 
 __all__ = ["LABELS", "absorbed", "cell_accuracies", "discussion", "redirected", "score_grid", "score_grids",
            "summary"]
@@ -21,18 +21,22 @@ def _label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | None = None, width: int = 300,
-               height: int = 230) -> hv.Overlay:
+def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | None = None, width: int = 330,
+               height: int = 250, colorbar: bool = False) -> hv.Overlay:
     """One method's score (Utility x Healed, mean over seeds) over the task space: discovery rate x corruption
-    (from irregular to regular, bottom to top); ``selected`` outlines one cell."""
+    (from irregular to regular, bottom to top), each cell's score printed in it (black or white, whichever reads on
+    its colour; viridis over 0-100); ``selected`` outlines one cell."""
     mean = ds.score.sel(algorithm=method).mean("seed")
     rows = [(f"{float(r):g}", str(c), float(mean.sel(corruption=c, rate=r)))
             for c in ds.corruption.values for r in ds.rate.values]
+    clim = (0, 100)
     heat = hv.HeatMap(rows, ["discovery rate", "corruption"], "score").opts(
-        cmap="viridis", clim=(0, 100), colorbar=True, width=width, height=height, tools=["hover"],
-        title=f"{_label(method)}: mean {float(mean.mean()):.1f}, worst {float(mean.min()):.1f}")
-    labels = hv.Labels([(r, c, f"{v:.0f}") for r, c, v in rows], ["discovery rate", "corruption"], "text").opts(
-        text_color="white", text_font_size="9pt")
+        cmap="viridis", clim=clim, colorbar=colorbar, width=width, height=height, tools=["hover"],
+        fontsize={"title": "10pt"}, ylabel="",  # the corruptions name themselves; the title gets the room
+        title=f"{_label(method)}: mean {float(mean.mean()):.0f}, worst {float(mean.min()):.0f}")
+    labels = hv.Labels([(r, c, f"{v:.0f}", text_colour(v, "viridis", clim)) for r, c, v in rows],
+                       ["discovery rate", "corruption"], ["text", "colour"]).opts(text_color="colour",
+                                                                                  text_font_size="9pt")
     out = heat * labels
     if selected is not None:
         c, r = selected
@@ -42,9 +46,10 @@ def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | Non
 
 
 def score_grids(ds: xr.Dataset, methods=None, selected=None) -> hv.Layout:
-    """:func:`score_grid` for every method (default: all but the second REM run)."""
+    """:func:`score_grid` for every method (default: all but the second REM run), three a row (a dashboard shows
+    each in a pane of its own: Bokeh's grid of heat maps loses their titles and colour bars)."""
     methods = [m for m in ds.algorithm.values if m != "rem_b"] if methods is None else methods
-    return hv.Layout([score_grid(ds, m, selected=selected) for m in methods]).cols(4)
+    return hv.Layout([score_grid(ds, m, selected=selected) for m in methods]).cols(3)
 
 
 def summary(ds: xr.Dataset) -> hv.Overlay:
@@ -62,8 +67,8 @@ def summary(ds: xr.Dataset) -> hv.Overlay:
     dots = hv.Scatter([(n, float(worst.sel(algorithm=m))) for n, m in zip(names, methods)], "method",
                       "score").opts(color="black", marker="diamond", size=10)
     return (bars * spread * dots).opts(
-        title=f"Utility x Healed: mean over the grid (bars, ± seeds' std) and worst cell (◆), "
-              f"{ds.sizes['seed']} seed(s)", width=720, height=360, ylim=(0, 100), show_legend=False)
+        title=f"Utility x Healed: grid mean (bars, ± seeds' std), worst cell (◆), {ds.sizes['seed']} seed(s)",
+        width=720, height=360, ylim=(0, 100), show_legend=False)
 
 
 def cell_accuracies(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
@@ -74,11 +79,12 @@ def cell_accuracies(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
                 ("memorised", "corrupted: corrupted label"))
     rows = [(_label(str(m)), label, float(cell[var].sel(algorithm=m))) for m in ds.algorithm.values if m != "rem_b"
             for var, label in measures]
+    # grouped bars: the method under each group, the measures in a legend (four labels per group overprint)
     return hv.Bars(rows, ["method", "measure"], "accuracy").opts(
         title=f"{corruption}, discovery {float(rate):g}: accuracy before (original) and after unlearning",
-        width=760, height=340, ylim=(0, 105), xrotation=30, tools=["hover"], multi_level=True,
-        color=hv.dim("measure").categorize({label: c for (_, label), c in zip(measures, PALETTE)}),
-        show_legend=False)
+        width=600, height=380, ylim=(0, 105), xrotation=30, tools=["hover"], multi_level=False,
+        shared_axes=False,  # a page would merge its grouped method axis with the summary's
+        cmap={label: c for (_, label), c in zip(measures, PALETTE)}, legend_position="bottom", legend_cols=2)
 
 
 def absorbed(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
@@ -88,9 +94,9 @@ def absorbed(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
     rows = [(str(g), {"on": "units on", "off": "discarded"}[str(u)], float(cell.sel(group=g, units=u)))
             for g in ds.group.values for u in ds.units.values if np.isfinite(float(cell.sel(group=g, units=u)))]
     return hv.Bars(rows, ["group", "units"], "accuracy").opts(
-        title=f"REM's extra units, {corruption} at discovery {float(rate):g}: fit to the training labels",
-        width=520, height=320, ylim=(0, 105), tools=["hover"], multi_level=True,
-        color=hv.dim("units").categorize({"units on": PALETTE[1], "discarded": PALETTE[0]}), show_legend=False)
+        title="REM's extra units: fit to the training labels", xlabel=f"{corruption} at discovery {float(rate):g}",
+        width=420, height=380, ylim=(0, 105), tools=["hover"], multi_level=False,
+        cmap={"units on": PALETTE[1], "discarded": PALETTE[0]}, legend_position="bottom", legend_cols=2)
 
 
 def redirected(info: dict) -> hv.Bars:
@@ -103,9 +109,10 @@ def redirected(info: dict) -> hv.Bars:
         stacked=True, width=560, height=320, tools=["hover"], xrotation=20, ylim=(0, 105),
         color=hv.dim("prediction").categorize({"corrupted label": PALETTE[1], "true label": PALETTE[2],
                                                "other": "#999999"}),
-        title=f"REM seed {info['seed']}, {info['corruption']} at {info['rate']:g}: "
-              f"{info['n_forget']} redirected, share of the logits in the extra units "
-              f"{info['share_forget']:.2f} (D_f) vs {info['share_clean']:.2f} (clean)")
+        legend_position="right",
+        title=f"REM seed {info['seed']}, {info['corruption']} at {info['rate']:g}: {info['n_forget']} redirected",
+        xlabel=f"examples (share of the logits in the extra units: {info['share_forget']:.2f} on the redirected, "
+               f"{info['share_clean']:.2f} on clean data)")
 
 
 def discussion(ds: xr.Dataset) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from lab.viz.bands import spread_text
-from lab.viz.style import PALETTE, curve_opts
+from lab.viz.style import PALETTE, curve_opts, text_colour
 
 __all__ = ["VARIANT_STYLE", "accuracy_matrix", "accuracy_vs_memory", "cost", "discussion", "last_task_loss",
            "stability_plasticity"]
@@ -63,10 +63,12 @@ def accuracy_matrix(R: xr.DataArray, title: str | None = None) -> hv.HeatMap:
     data = (task.ravel().astype(str), after.ravel().astype(str), R.values.ravel())
     heat = hv.HeatMap(data, ["task tested", "after training task"], "accuracy (%)")
     labels = hv.Labels({"task tested": task.ravel().astype(str), "after training task": after.ravel().astype(str),
-                        "text": [f"{v:.0f}" for v in R.values.ravel()]}, ["task tested", "after training task"],
-                       "text")
+                        "text": [f"{v:.0f}" for v in R.values.ravel()],
+                        "colour": [text_colour(v, "Blues", (0, 100)) for v in R.values.ravel()]},
+                       ["task tested", "after training task"], ["text", "colour"])
     return (heat.opts(cmap="Blues", clim=(0, 100), colorbar=True, tools=["hover"], invert_yaxis=True)
-            * labels.opts(text_font_size="9pt")).opts(title=title or "accuracy matrix", width=420, height=360)
+            * labels.opts(text_font_size="9pt", text_color="colour")).opts(title=title or "accuracy matrix",
+                                                                             width=420, height=360)
 
 
 def stability_plasticity(ds: xr.Dataset, share: float | None = None) -> hv.Overlay:

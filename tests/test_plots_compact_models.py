@@ -142,5 +142,5 @@ def test_chunk_ranges_put_channels_on_the_channel_axis():
     heat = qplots.chunk_ranges(ds)
     assert sorted(set(heat.dimension_values("channel"))) == list(range(5))
     assert sorted(set(heat.dimension_values("chunk"))) == [0, 1, 2]
-    cell = heat.select(channel=4, chunk=0).dimension_values(2)[0]
+    cell = heat[4, 0]  # channel 4, chunk 0
     assert cell == pytest.approx(amax[0, 0, 4] / amax[0, :, 4].max())

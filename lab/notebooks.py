@@ -30,7 +30,7 @@ from lab import registry
 from lab.config import PROFILE_NAMES, FieldSpec, field_specs
 from lab.io import atomic_write_text
 
-__all__ = ["help_text", "notebook_overrides", "parameters_source", "sync_parameters", "type_word"]
+__all__ = ["help_text", "notebook_overrides", "parameters_source", "setup", "sync_parameters", "type_word"]
 
 
 def help_text(text: str) -> str:
@@ -63,6 +63,24 @@ def parameters_source(slug: str) -> str:
         comment = help_text(f"{allowed}. {doc}" if allowed else doc)
         lines.append(f"{spec.name} = None  # type: {type_word(spec)}  {comment}")
     return "\n".join(lines)
+
+
+def setup() -> None:
+    """A notebook's plotting, offline: BokehJS and Panel's JavaScript inline, and every HoloViews plot shown through
+    Panel with its stylesheets inline (HoloViews' own notebook display points them at Panel's CDN, which an offline
+    JupyterLab cannot reach: one failed request per stylesheet and plot)."""
+    import holoviews as hv
+    import panel as pn
+    from IPython import get_ipython
+
+    hv.extension("bokeh", inline=True)
+    pn.config.inline = True  # Panel's stylesheets in each output, not linked to its CDN
+    pn.config.console_output = "disable"  # no empty output per plot for print()s from callbacks
+    shell = get_ipython()
+    if shell is not None:
+        formatter = shell.display_formatter.mimebundle_formatter
+        formatter.for_type(hv.core.Dimensioned, lambda obj, include=None, exclude=None:
+                           pn.panel(obj)._repr_mimebundle_(include, exclude))
 
 
 def notebook_overrides(slug: str, namespace: Mapping[str, Any]) -> dict[str, Any]:

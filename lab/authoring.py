@@ -243,8 +243,8 @@ def _notebook(slug: str, title: str, paper: str) -> dict:
         md(f"# {title}\n\n**Paper.** {paper}.\n\n**Idea.** Write the paper's idea and equations here (the notebook "
            f"was written by `lab new`; its experiment is a placeholder)."),
         code(parameters_source(slug), ["parameters"]),
-        code(f"import holoviews as hv\nfrom IPython.display import Markdown\n\nimport lab\n"
-             f"from lab.methods.{slug} import plots\n\nhv.extension(\"bokeh\", inline=True)"),
+        code(f"from IPython.display import Markdown\n\nimport lab\nfrom lab.methods.{slug} import plots\n\n"
+             f"lab.notebooks.setup()  # plots that work offline: BokehJS, Panel's scripts and stylesheets inline"),
         code(f"result = lab.run(\"{slug}\", profile, save_to=result_path, "
              f"**lab.notebook_overrides(\"{slug}\", globals()))\nds = result.data\n"
              f"print(f\"{{ds.attrs['wall_time_s']:.1f}} s, config {{ds.attrs['config']}}\")"),
@@ -258,8 +258,8 @@ def _notebook(slug: str, title: str, paper: str) -> dict:
     ]
     for i, cell in enumerate(cells):
         cell["id"] = f"{slug[:50]}-{i}"
-    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "recurrent-lab", "language": "python",
-                                                         "name": "recurrent-lab"},
+    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                                         "name": "python3"},
                                          "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 5}
 

@@ -147,3 +147,19 @@ def test_pruning_curves_take_the_run_s_deterministic_sweep_and_are_cached_on_dis
     again = live.curves(cfg.replace(threads=2), "lru")  # from the disk, whatever the threads
     assert np.array_equal(again.accuracy, got.accuracy)
     live.curves.cache_clear()
+
+
+def test_rem_s_look_at_one_cell_loads_the_model_the_run_trained(data, monkeypatch):
+    """The forgetting dashboard's "REM's model of the cell" trained REM again for a cell the run had trained."""
+    from lab.methods.rem import train as T
+
+    cfg = RemConfig.from_profile("ci")
+    kind, rate = cfg.corruptions[-1], cfg.discovery_rates[0]
+    d = T.load_data(cfg)
+    cell = T.unlearn_cell(cfg, d, T.corrupted(cfg, d, kind, cfg.seed), rate, cfg.seed)  # what the run does
+    monkeypatch.setattr(T, "fit", never)
+    rem_live.redirected.cache_clear()
+    on_other_threads(monkeypatch, RemConfig)
+    info = rem_live.redirected("ci", kind, rate, 0)
+    rem_live.redirected.cache_clear()
+    assert info["n_forget"] == len(cell.forget) and 0 <= info["share_forget"] <= 1

@@ -10,6 +10,7 @@ set for as long as the original did. The unlearning methods get the same step bu
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -33,6 +34,10 @@ METHODS = ("original", "retrain", "finetune", "ga", "npo", "rem", "rem_noredirec
 BASELINES = ("original", "retrain", "finetune", "ga", "npo")
 #: bump when training changes (invalidates cached original models)
 FORMAT = 1
+#: bump when REM's training changes (invalidates cached REM models)
+REM_FORMAT = 1
+#: the Config fields REM's training reads besides the original model's
+REM_FIELDS = ("extra_units", "mask_density", "unlearn_epochs", "unlearn_lr", "forget_weight", "npo_beta")
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,17 @@ def _train_plain(cfg: Config, model: M.MaskedMLP, x, y, seed: int, desc: str) ->
     return {"curves": {"loss": res.loss}, "meta": {"seconds": res.wall_time_s, "steps": res.steps}}
 
 
+def _original_key(cfg: Config, bad: Corrupted, seed: int) -> dict:
+    """Everything the original model's weights depend on: the corrupted set, the MLP and its training."""
+    return {"format": FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "corruption": bad.kind,
+            "fraction": cfg.corrupt_fraction, "flip_pairs": cfg.flip_pairs, "target": cfg.backdoor_target,
+            "hidden": cfg.hidden, "n_hidden": cfg.n_hidden, "epochs": cfg.epochs, "batch_size": cfg.batch_size,
+            "lr": cfg.lr, "weight_decay": cfg.weight_decay, "seed": seed}
+
+
 def original(cfg: Config, data: Data, bad: Corrupted, seed: int) -> M.MaskedMLP:
     """The model trained on the whole corrupted set (cached on disk by its training settings and seed)."""
-    key = {"format": FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "corruption": bad.kind,
-           "fraction": cfg.corrupt_fraction, "flip_pairs": cfg.flip_pairs, "target": cfg.backdoor_target,
-           "hidden": cfg.hidden, "n_hidden": cfg.n_hidden, "epochs": cfg.epochs, "batch_size": cfg.batch_size,
-           "lr": cfg.lr, "weight_decay": cfg.weight_decay, "seed": seed}
+    key = _original_key(cfg, bad, seed)
 
     def build():
         seed_everything(seed)
@@ -132,9 +142,24 @@ def rem(cfg: Config, start: M.MaskedMLP, bad: Corrupted, forget, retain, ref_f, 
     m_f = shared.expand(len(forget), -1, -1).contiguous()
     sample = _sampler((bad.x[retain], bad.y[retain], masks[retain]), (bad.x[forget], bad.y[forget], ref_f, m_f),
                       cfg.batch_size, seed + 31 + stream)
-    fit(big, sample, steps=_steps(cfg, len(bad.y)), loss=M.rem_loss(cfg.forget_weight, cfg.npo_beta, redirect),
-        lr=cfg.unlearn_lr, seed=seed, progress=False, desc="rem", device=cfg.device)
+
+    def train(model):
+        fit(model, sample, steps=_steps(cfg, len(bad.y)), loss=M.rem_loss(cfg.forget_weight, cfg.npo_beta, redirect),
+            lr=cfg.unlearn_lr, seed=seed, progress=False, desc="rem", device=cfg.device)
+
+    if not redirect or stream:
+        train(big)  # the control and the second draw: not kept (the dashboard looks at REM itself)
+        return big.eval(), masks, shared
+    # REM itself is kept, by its start (the original model's key), its forget set and its training: the run's
+    # models serve the dashboard's look at one cell
+    key = {**_original_key(cfg, bad, seed), "rem": REM_FORMAT, "forget": _digest(forget), "retain": _digest(retain),
+           **{f: getattr(cfg, f) for f in REM_FIELDS}}
+    cached_model("rem", f"rem-{bad.kind}", key, lambda: big, train)
     return big.eval(), masks, shared
+
+
+def _digest(index: torch.Tensor) -> str:
+    return hashlib.sha256(index.to(torch.int64).numpy().tobytes()).hexdigest()
 
 
 def unlearn_cell(cfg: Config, data: Data, bad: Corrupted, rate: float, seed: int,

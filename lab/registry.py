@@ -206,22 +206,39 @@ def methods_markdown_table() -> str:
     return "\n".join(lines)
 
 
-def sync_readme(path: Path, *, write: bool = True) -> bool:
-    """Put :func:`methods_markdown_table` between the README's ``<!-- methods:start/end -->`` markers.
+def dashboards_markdown_list() -> str:
+    """The README's dashboard list: each dashboard with the methods it shows and its one-line description, as
+    ``lab serve --list`` prints them (read from the dashboard modules without importing them)."""
+    from dashboards import describe_dashboards
 
-    Returns whether the table was out of step (and, with ``write``, rewritten).
+    return "\n".join(f"- `{d.name}` ({', '.join(f'`{s}`' for s in d.slugs)}): {d.description}."
+                     for d in describe_dashboards())
+
+
+#: the README's generated blocks: marker name -> the function that writes the block
+README_BLOCKS = {"methods": methods_markdown_table, "dashboards": dashboards_markdown_list}
+
+
+def sync_readme(path: Path, *, write: bool = True) -> bool:
+    """Put each of :data:`README_BLOCKS` between the README's ``<!-- name:start -->`` / ``<!-- name:end -->``
+    markers (the method table, the dashboard list).
+
+    Returns whether a block was out of step (and, with ``write``, rewritten).
     """
     import re
 
     from lab.io import atomic_write_text
 
-    text = path.read_text(encoding="utf-8")
-    match = re.search(r"(<!-- methods:start -->\n)(.*?)(\n<!-- methods:end -->)", text, re.S)
-    if match is None:
-        raise ValueError(f"{path} has no <!-- methods:start --> / <!-- methods:end --> markers")
-    table = methods_markdown_table()
-    if match.group(2).strip() == table.strip():
+    text = original = path.read_text(encoding="utf-8")
+    for name, make in README_BLOCKS.items():
+        match = re.search(rf"<!-- {name}:start -->\n(.*?)<!-- {name}:end -->", text, re.S)
+        if match is None:
+            raise ValueError(f"{path} has no <!-- {name}:start --> / <!-- {name}:end --> markers")
+        block = make().strip()
+        if match.group(1).strip() != block:
+            text = text[: match.start(1)] + block + "\n" + text[match.end(1):]
+    if text == original:
         return False
     if write:
-        atomic_write_text(path, text[: match.start(2)] + table + text[match.end(2):])
+        atomic_write_text(path, text)
     return True

@@ -109,6 +109,23 @@ def _for_matplotlib(obj, hv):
     return out
 
 
+def _readable_log_ticks(ax) -> None:
+    """Log axes labelled at 1, 2 and 5 of each decade (1 alone past two decades) as plain numbers, minor ticks
+    unlabelled: matplotlib's default labels every minor tick of a short range ("2x10^1 3x10^1 ...") over each
+    other."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        if axis.get_scale() != "log" or min(lim) <= 0:
+            continue
+        decades = math.log10(max(lim) / min(lim))
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2 else (1.0,), numticks=30))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
 def headline_png(obj, *, max_pixels: int = MAX_PIXELS) -> bytes:
     """``obj`` (a HoloViews element, overlay or layout) drawn with matplotlib as PNG bytes, its longest side
     ``max_pixels`` pixels.
@@ -136,6 +153,8 @@ def headline_png(obj, *, max_pixels: int = MAX_PIXELS) -> bytes:
     finally:
         hv.Store.set_current_backend(current)  # rendering must not change the notebook's backend (bokeh)
     try:
+        for ax in fig.axes:
+            _readable_log_ticks(ax)
         width, height = fig.get_size_inches()
         dpi = max_pixels / max(width, height)
         buf = io.BytesIO()

@@ -47,7 +47,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A fresh page that records console errors in ``page.console_errors``."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
     pg = context.new_page()
     pg.console_errors = []
     pg.on("console", lambda msg: pg.console_errors.append(msg.text) if msg.type == "error" else None)

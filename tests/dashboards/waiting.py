@@ -26,3 +26,32 @@ def settle(board, deadline: float, *names: str) -> None:
 def errors(board) -> list[str]:
     """The errors of the current settings' preparations (empty when none failed)."""
     return [p.error for p in preparations(board) if p.error]
+
+
+#: JavaScript: the page's scroll width and the elements (shadow roots included) reaching past the window's right edge
+OVERFLOW_JS = """() => {
+    const limit = window.innerWidth + 1, wide = [];
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('*')) {
+            const r = el.getBoundingClientRect();
+            // Bokeh's renderer layers (a plot's glyphs, clipped to its frame) are left out
+            if (r.width > 0 && r.right > limit && !String(el.className).includes('Renderer')) {
+                const cls = typeof el.className === 'string' ? el.className.split(' ')[0] : '';
+                wide.push(`${el.tagName.toLowerCase()}${cls ? '.' + cls : ''} ends at ${Math.round(r.right)} px`);
+            }
+            if (el.shadowRoot) walk(el.shadowRoot);
+        }
+    };
+    walk(document);
+    return {scrollWidth: document.documentElement.scrollWidth, wide: wide.slice(0, 10)};
+}"""
+
+
+def assert_page_reads(page) -> None:
+    """What every dashboard's browser test ends with: no console error, and nothing wider than the window (the
+    ``page`` fixture's 1400 x 900), so nothing needs a horizontal scroll."""
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console
+    width = page.viewport_size["width"]
+    overflow = page.evaluate(OVERFLOW_JS)
+    assert overflow["scrollWidth"] <= width and not overflow["wide"], overflow

@@ -2,6 +2,9 @@
 square pixels (checked against the source array), one colour per model in PSNR against size, SSDi8's plots drawing
 their data (bars from a base the values sit on, ranges with their spikes, a histogram over the data's own range)."""
 
+import logging
+import types
+
 import holoviews as hv
 import numpy as np
 import pytest
@@ -144,3 +147,63 @@ def test_chunk_ranges_put_channels_on_the_channel_axis():
     assert sorted(set(heat.dimension_values("chunk"))) == [0, 1, 2]
     cell = heat[4, 0]  # channel 4, chunk 0
     assert cell == pytest.approx(amax[0, 0, 4] / amax[0, :, 4].max())
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The dashboard: no Frame slider for a still image, both tabs within a 1400 px window.
+# ------------------------------------------------------------------------------------------------------------------
+def _sliders(panel) -> list:
+    import panel as pn
+    from bokeh.models import Slider
+
+    root = pn.Column(*panel.sidebar()).get_root()
+    return [m for m in root.references() if isinstance(m, Slider)]
+
+
+def test_a_still_image_gets_no_frame_slider_and_a_video_one_over_its_frames(monkeypatch):
+    """Bokeh logged E-1021 (EQUAL_SLIDER_START_END) on every open: the Frame slider ran from 0 to 0 for an image."""
+    from bokeh.core.validation import check_integrity
+
+    from dashboards import compact_models
+    from lab.methods.ssm_inr import live
+
+    monkeypatch.setattr(live, "prepared", lambda datum, profile: True)  # no fits: only the widgets are looked at
+    monkeypatch.setattr("panel.state.add_periodic_callback", lambda *a, **k: types.SimpleNamespace(stop=lambda: 0))
+    panel = compact_models.InrPanel(profile="ci")
+    assert panel.datum == "astronaut"
+    sliders = _sliders(panel)
+    assert not [s for s in sliders if s.title == "Frame"], [s.title for s in sliders]
+    issues = check_integrity([s for s in sliders])
+    assert not [e for e in issues.error if e.code == 1021], issues.error
+    panel.datum = "shapes_video"
+    (frame,) = [s for s in _sliders(panel) if s.title == "Frame"]
+    assert (frame.start, frame.end) == (0, live.config("ci").frames - 1)
+    panel.datum = "camera"
+    assert not [s for s in _sliders(panel) if s.title == "Frame"]
+
+
+@pytest.mark.browser
+def test_compact_models_fits_a_1400_px_window_on_both_tabs(page, serve_app, monkeypatch, tmp_path):
+    from lab.methods.ssm_inr import live
+    from tests.conftest import TITLES_JS, ci_dashboard_data
+
+    logged: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())
+    validation = logging.getLogger("bokeh.core.validation.check")
+    validation.addHandler(handler)
+    try:
+        with ci_dashboard_data(monkeypatch, tmp_path, live.fitted, live.explore):
+            page.goto(serve_app("compact_models"), wait_until="networkidle", timeout=120_000)
+            page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('PSNR against size'))",
+                                   timeout=240_000)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+            page.locator(".bk-tab", has_text="SSDi8").first.click()
+            page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes(' values ('))", timeout=240_000)
+            page.wait_for_timeout(500)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    finally:
+        validation.removeHandler(handler)
+    assert not [m for m in logged if "E-1021" in m], logged
+    console = [e for e in page.console_errors if "favicon" not in e]
+    assert console == [], console

@@ -45,13 +45,13 @@ class RatePanel(MethodPanel):
              "memory carries it to the junction.")
     controls = EPISODE_PARAMS
 
-    env = param.Selector(default="tmaze", objects=["tmaze", "minigrid"], label="environment",
+    env = param.Selector(default="tmaze", objects=["tmaze", "minigrid"], label="Environment",
                          doc="The T-Maze (a corridor of any length) or MiniGrid-Memory (the profile's grid size).")
     variant = param.Selector(default="rate", objects=list(live.VARIANTS),
                              doc="RATE, RATE without the valve, Decision Transformer (short or long context), GRU.")
-    corridor_length = param.Integer(default=30, bounds=(2, 3000), label="corridor length",
+    corridor_length = param.Integer(default=30, bounds=(2, 3000), label="Corridor length",
                                     doc="Length of the T-Maze's corridor at test time (training lengths are short).")
-    episode_seed = param.Integer(default=0, bounds=(0, 1000), label="episode",
+    episode_seed = param.Integer(default=0, bounds=(0, 1000), label="Episode",
                                  doc="Seed of the test episode (the clue and the noise).")
     seed = field_param(Config, "seed", bounds=(0, 1000))
 

@@ -73,8 +73,9 @@ def rollout_plot(episode: dict, maze_info: dict) -> hv.Overlay:
     marks = (hv.Points([tuple(xy[0])]).opts(marker="square", size=14, color="#2e86ab")
              * hv.Points([tuple(maze_info["goal"])]).opts(marker="star", size=18, color="#d1495b"))
     verdict = "reached the goal" if episode["success"] else "did not reach the goal"
-    return (ground * line * pts * marks).opts(
-        title=f"{_label(episode.get('variant', ''))}: {verdict}, critic's return {episode['return']:.1f}")
+    return (ground * line * pts * marks).opts(  # the return under the axis: a 330 px frame's title holds no more
+        title=f"{_label(episode.get('variant', ''))}: {verdict}",
+        xlabel=f"x (critic's return {episode['return']:.1f})")
 
 
 def success_plot(result) -> hv.Overlay:

@@ -6,7 +6,7 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
-from lab.viz.style import PALETTE
+from lab.viz.style import PALETTE, log_ticks
 
 __all__ = ["LABELS", "discussion", "memory_attention_plot", "rollout_plot", "success_plot", "success_table"]
 
@@ -103,6 +103,7 @@ def success_plot(result: xr.Dataset, *, width: int = 760, height: int = 380) -> 
                    hv.Scatter((xs, mean), "corridor length", "success", label=label).opts(color=color, size=6)]
     return (marks * hv.Overlay(layers)).opts(
         width=width, height=height, logx=True, ylim=(-5, 105), show_grid=True, legend_position="right",
+        xticks=log_ticks(ds.length.values.min(), ds.length.values.max()),
         xlabel=f"corridor length (steps; dotted: K = {K}, T_train = {T})", ylabel="success (%)",
         title=f"T-Maze success, {ds.sizes['seed']} seeds (band: worst to best seed)")
 

@@ -51,7 +51,7 @@ def tape(ep: dict, step: int) -> hv.Labels:
             text.append(f"[{cell}]" if head else cell)
     title = f"step {step}: {s['token']} ({s['source']}); heads a={s['a']}, b={s['b']}, out={len(s['out'])}"
     return hv.Labels({"cell": xs, "tape": ys, "symbol": text}, ["cell", "tape"], "symbol").opts(
-        title=title, width=max(420, min(1200, 22 * width)), height=180, text_font_size="10pt",
+        title=title, width=max(420, min(1000, 22 * width)), height=220, text_font_size="10pt",
         yaxis="left", invert_yaxis=True, xlabel="cell (least significant digit first)")
 
 

@@ -16,7 +16,7 @@ import importlib
 import os
 from typing import Any
 
-__all__ = ["EXPLORE_ENV", "explore", "interactive", "panel_type"]
+__all__ = ["EXPLORE_ENV", "explore", "interactive", "panel_type", "start_panel"]
 
 #: set to 1 (always live) or 0 (always the note) to override the detection
 EXPLORE_ENV = "LAB_EXPLORE"
@@ -76,6 +76,21 @@ def _note(slug: str, board: str) -> Any:
         f"or the report; `{EXPLORE_ENV}=1` forces it.)")
 
 
+def start_panel(slug: str, result: Any = None) -> tuple[Any, str]:
+    """Method ``slug``'s panel over ``result``'s profile with its Config-field widgets at the run's values, and a
+    line saying so (Markdown)."""
+    from dashboards.panels import PROFILES, profile_from_env
+
+    board, cls = panel_type(slug)
+    profile = str(result.data.attrs.get("profile", "quick")) if result is not None else profile_from_env()
+    shown = profile if profile in PROFILES else "quick"
+    panel = cls(profile=shown)
+    started = _run_settings(panel, result.config) if result is not None else []
+    where = f"profile `{shown}`" + (f" (this run is `{profile}`)" if shown != profile else "")
+    at = f"; {', '.join(f'`{n}`' for n in started)} start at this run's values" if started else ""
+    return panel, f"Dashboard `{board}`, {where}{at}."
+
+
 def explore(slug: str, result: Any = None, *, live: bool | None = None) -> Any:
     """Method ``slug``'s dashboard panel for the notebook, or a note where nobody can interact.
 
@@ -84,21 +99,10 @@ def explore(slug: str, result: Any = None, *, live: bool | None = None) -> Any:
             ``full`` run is explored at ``quick``) and starts the widgets built from Config fields at its values.
         live: force the panel (True) or the note (False); default :func:`interactive`.
     """
-    board, cls = panel_type(slug)
     if not (interactive() if live is None else live):
-        return _note(slug, board)
+        return _note(slug, panel_type(slug)[0])
     import panel as pn
 
-    from dashboards.panels import PROFILES, profile_from_env
-
     pn.extension(inline=True)
-    profile = profile_from_env()
-    config = getattr(result, "config", None)
-    if result is not None:
-        profile = str(result.data.attrs.get("profile", profile))
-    shown = profile if profile in PROFILES else "quick"
-    panel = cls(profile=shown)
-    started = _run_settings(panel, config) if config is not None else []
-    where = f"profile `{shown}`" + (f" (this run is `{profile}`)" if shown != profile else "")
-    at = f"; {', '.join(f'`{n}`' for n in started)} start at this run's values" if started else ""
-    return pn.Column(pn.pane.Markdown(f"Dashboard `{board}`, {where}{at}."), panel, sizing_mode="stretch_width")
+    panel, line = start_panel(slug, result)
+    return pn.Column(pn.pane.Markdown(line), panel, sizing_mode="stretch_width")

@@ -58,3 +58,22 @@ def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
     after = plot_titles(page)
     assert after != before
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window
+
+
+def test_every_widget_is_labelled_in_one_style():
+    """Panel draws button groups bare: n and the update rule get a label line; labels are sentence case, symbols
+    (n, N, α, m0) as symbols."""
+    import panel as pn
+
+    from dashboards.hopfield import Dashboard
+
+    d = Dashboard()
+    layout = d.widgets(d.controls, **d.widget_options).layout
+    objects = list(layout)
+    groups = [i for i, w in enumerate(objects) if isinstance(w, pn.widgets.RadioButtonGroup)]
+    assert len(groups) == 2
+    for i in groups:
+        assert isinstance(objects[i - 1], pn.pane.HTML) and objects[i].name in objects[i - 1].object
+    names = [w.name for w in objects if isinstance(w, pn.widgets.Widget)]
+    assert names == ["n (interaction order)", "N (spins)", "α (load P / N^(n-1))", "m0 (initial overlap)", "Trials",
+                     "Update rule", "Seed"]

@@ -33,7 +33,7 @@ class Dashboard(MethodPanel):
     pattern = param.Selector(default="periodic", objects=PATTERNS, doc="Unseen stimulation schedule after training.")
     amplitude = param.Number(default=1.0, bounds=(0.0, 1.5), step=0.05,
                              doc="Stimulation level of the schedule (training used levels in [0, u_max = 1]).")
-    period = field_param(Config, "test_period", bounds=(1, 10), label="period")
+    period = field_param(Config, "test_period", bounds=(1, 10), label="Period")
     start = param.Integer(default=0, bounds=(0, 20), doc="Session (after training) at which the schedule starts.")
     session = param.Integer(default=0, bounds=(0, 1), doc="Session whose connectivity and activity are shown.")
     seed = field_param(Config, "seed", bounds=(0, 1000))

@@ -93,7 +93,7 @@ def rd_curves(rows: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "PSNR
         items.append(hv.Scatter((x, y), "parameters", "PSNR (dB)", label=LABELS.get(v, v)).opts(
             color=COLOURS.get(v, "black"), size=8, tools=["hover"]))
     return hv.Overlay(items).opts(title=title, logx=True, legend_position="right", padding=0.08,
-                                  **curve_opts(width=600))
+                                  **curve_opts(width=520))
 
 
 def rate_distortion(ds: xr.Dataset) -> hv.Overlay:
@@ -108,7 +108,7 @@ def loss_curves(ds: xr.Dataset) -> hv.Overlay:
     items = [hv.Curve((ds.point.values, ds.loss.sel(variant=v).isel(datum=0, seed=0).values), "training step",
                       "MSE", label=LABELS[v]).opts(color=COLOURS[v]) for v in ds.variant.values]
     return hv.Overlay(items).opts(title=f"training loss ({ds.attrs['first_datum']})", logy=True,
-                                  legend_position="right", **curve_opts(width=640))
+                                  legend_position="right", **curve_opts(width=600))
 
 
 def discussion(ds: xr.Dataset) -> str:

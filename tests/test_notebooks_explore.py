@@ -114,8 +114,8 @@ def test_notebook_with_explore_runs_under_papermill_without_cdn(tmp_path, monkey
 _KERNEL_IDLE = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
     const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
     return k && k.status === 'idle'; }"""
-_ALL_RUN = """() => [...document.querySelectorAll('.jp-Notebook .jp-InputArea-prompt')]
-    .every(p => /\\[\\d+\\]/.test(p.textContent))"""
+_ALL_RUN = """() => window.jupyterapp.shell.currentWidget.content.widgets
+    .every(c => c.model.type !== 'code' || c.model.executionCount !== null)"""
 
 
 @pytest.fixture
@@ -183,6 +183,7 @@ def test_explore_panel_lives_in_jupyterlab_offline(jupyter_lab, tmp_path):
         plot = last.locator(".bk-Figure, .bk-figure").first
         plot.wait_for(timeout=60_000)
         time.sleep(2)
+        last.screenshot(path=str(tmp_path / "explore-cell.png"))
         before = plot.screenshot(path=str(tmp_path / "explore-before.png"))
         button.click()
         deadline, after = time.time() + 60, before

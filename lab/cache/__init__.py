@@ -9,6 +9,10 @@ Three calls, all keyed by a content hash of the config that determines what they
 * :func:`memo`, a thread-safe in-memory cache for a process (dashboards, notebooks): one computation per key even
   when several threads ask at once (:mod:`lab.cache.memory`).
 
+A key holds what decides the result, never how it is made: a dashboard's whole run (:func:`cached_run`) is keyed by
+:func:`result_config`, the Config less its threads, device and ``use_cache``, and takes the report's saved run when
+it is current (:mod:`lab.cache.runs`). :func:`watch_work` lets a dashboard tell a cache read from work done.
+
 =================  ===============================================================================================
 module             role
 =================  ===============================================================================================

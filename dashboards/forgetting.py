@@ -127,7 +127,7 @@ class QgpmPanel(MethodPanel):
     def matrix(self):
         R = qgpm_live.accuracy_matrix(self.profile, self.variant)
         return pn.Row(pn.pane.HoloViews(qgpm_plots.accuracy_matrix(
-                          R, title=f"QGPM {R.attrs['label']}: accuracy matrix (ACC {R.attrs['acc']:.1f}%)")),
+                          R, title=f"QGPM {R.attrs['label']}: ACC {R.attrs['acc']:.1f}%")),
                       pn.pane.HoloViews(qgpm_plots.memory_vs_accuracy(qgpm_live.memory_vs_accuracy(self.profile))))
 
     def main(self) -> list:
@@ -157,7 +157,8 @@ class WscPanel(MethodPanel):
     def matrix(self):
         R = wsc_live.accuracy_matrix(self.profile, self.variant)
         return pn.pane.HoloViews(wsc_plots.accuracy_matrix(
-            R, title=f"WSC {self.variant}: accuracy matrix (ACC {R.attrs['acc']:.1f}%, BWT {R.attrs['bwt']:.1f})"))
+            R, title=f"WSC {self.variant}: accuracy matrix, ACC {R.attrs['acc']:.1f}%, BWT {R.attrs['bwt']:.1f}"
+        ).opts(width=540))  # room for the title
 
     def main(self) -> list:
         return [self.matrix]

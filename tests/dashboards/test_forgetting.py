@@ -50,7 +50,7 @@ def test_grid_is_prepared_in_the_background_then_the_views_follow_the_cell(ci_gr
     assert len(grids) == 7  # every method but the second REM run, one pane each
     settle(wsc, deadline)
     assert not errors(wsc), errors(wsc)
-    assert _title(wsc.matrix()).startswith("WSC wsc: accuracy matrix")
+    assert _title(wsc.matrix()).startswith("WSC wsc: accuracy matrix, ACC")
     wsc.variant = "replay"
     settle(wsc, deadline)
     assert _title(wsc.matrix()).startswith("WSC replay")

@@ -15,15 +15,6 @@ import xarray as xr
 from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts
 
-KIND_COLOUR = {"fine": "#777777", "GPM": "black", "naive": PALETTE[1], "QGPM": PALETTE[0]}
-
-
-def _colour(label: str) -> str:
-    for key, colour in KIND_COLOUR.items():
-        if label.startswith(key):
-            return colour
-    return PALETTE[2]
-
 
 def accuracy_matrix(R: xr.DataArray, title: str | None = None) -> hv.HeatMap:
     """The accuracy matrix as a heat map: row = task just trained (i), column = task tested (j), value R[i, j] (%).
@@ -35,7 +26,8 @@ def accuracy_matrix(R: xr.DataArray, title: str | None = None) -> hv.HeatMap:
     label = R.attrs.get("label", "")
     return hv.HeatMap(rows, ["task tested", "after training task"], "accuracy (%)").opts(
         title=title or f"accuracy matrix: {label}", cmap="viridis", clim=(0, 100), colorbar=True, invert_yaxis=True,
-        tools=["hover"], width=380, height=320, xticks=list(range(R.shape[1])), yticks=list(range(R.shape[0])))
+        tools=["hover"], width=380, height=320, xticks=list(range(R.shape[1])), yticks=list(range(R.shape[0])),
+        fontsize={"title": "10pt"})
 
 
 def run_accuracy_matrix(ds: xr.Dataset, variant: str) -> hv.HeatMap:
@@ -60,11 +52,12 @@ def memory_vs_accuracy(table: xr.Dataset) -> hv.Overlay:
             ``bwt``, coordinate ``label``.
     """
     items = []
-    for v in table.variant.values:
+    colours = (*PALETTE, "#999999", "#000000")  # one colour per variant: the legend names each point
+    for i, v in enumerate(table.variant.values):
         row = table.sel(variant=v)
         label = str(row.label.values)
         x, y = float(row.memory_kib), float(row.acc)
-        colour = _colour(label)
+        colour = colours[i % len(colours)]
         if "acc_lo" in table and np.isfinite(float(row.acc_lo)):
             items.append(hv.ErrorBars([(x, y, y - float(row.acc_lo), float(row.acc_hi) - y)],
                                       "basis memory (KiB)", ["ACC (%)", "lo", "hi"]).opts(

@@ -267,11 +267,13 @@ class Cachedboard(MethodPanel):
     method = "dam"
     controls = ("profile",)
     built: list = []
+    go = threading.Event()  # a build ends when the test has seen it announced
 
     @preparation(on=("profile",), label="the cached state", message="**Training the state** (first use)...")
     def state(self, s, report):
         def build():
             Cachedboard.built.append(s.profile)
+            Cachedboard.go.wait(10)
             return {"x": 1}
 
         cached_state("toy", "state", {"profile": s.profile}, build)
@@ -293,13 +295,18 @@ def test_a_preparation_that_only_reads_the_cache_never_says_training(monkeypatch
         lines.append((self.status.object, self.progress.visible))
 
     monkeypatch.setattr(Preparation, "poll", poll)
-    Cachedboard.built = []
+    Cachedboard.built, Cachedboard.go = [], threading.Event()
     board = Cachedboard(profile="ci")
     prep = board.preparations["state"]
     poll_until_idle(prep)
     assert Cachedboard.built == [] and prep.done == {("ci",)}
     assert lines and all("Training" not in line and not bar for line, bar in lines), lines
     board.profile = "quick"  # not cached: built, and said so
+    deadline = time.time() + 10
+    while not any(line.startswith("**Training") for line, _ in lines) and time.time() < deadline:
+        prep.poll()
+        time.sleep(0.01)
+    Cachedboard.go.set()
     poll_until_idle(prep)
     assert Cachedboard.built == ["quick"]
     assert any(line == "**Training the state** (first use)..." and bar for line, bar in lines), lines

@@ -73,3 +73,18 @@ def test_closing_a_page_while_it_prepares_logs_nothing(page, serve_app, monkeypa
     time.sleep(0.2)
     logged = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert logged == [], logged
+
+
+@pytest.mark.parametrize("name", list(dashboards.APPS))
+def test_no_dashboard_fails_bokehs_validation_when_served(name, monkeypatch):
+    """What the server logs as an error, ``E-1021 (EQUAL_SLIDER_START_END)`` and the like: Bokeh validates every
+    model of a page's document when it is served; each dashboard's first document (its widgets, the views'
+    placeholders) passes. Nothing is prepared here: outside a server a panel would start its preparations at once."""
+    from bokeh.core.validation import check_integrity
+    from bokeh.document import Document
+
+    monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
+    monkeypatch.setattr(MethodPanel, "start_preparations", lambda self: None)
+    root = dashboards.app_factory(name)().get_root(Document())
+    issues = check_integrity(list(root.references()))
+    assert [str(e) for e in issues.error] == []

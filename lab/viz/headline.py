@@ -9,8 +9,8 @@ The plot is drawn again with HoloViews' matplotlib backend (a static image needs
 small and opens anywhere) and carried in the output's metadata, ``{"lab": {"headline": True, "png": ...}}`` (the
 cell shows nothing: the plot is right above); ``lab report`` finds it there (:func:`find_headline`). The bokeh
 options the method's plots set (colours, line widths and dashes, marker sizes, titles, log axes) are carried over
-to the matplotlib drawing where matplotlib has an equivalent; the rest fall back to matplotlib's defaults. A legend
-goes beside the axes, never over the data.
+to the matplotlib drawing where matplotlib has an equivalent; the rest fall back to matplotlib's defaults. A plot on
+its own gets its legend beside the axes, never over the data.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ def _mpl_options(element, hv) -> dict[str, Any]:
     for key in _PLOT:
         if key in plot and key in allowed_plot:
             out[key] = plot[key]
-    if "legend_position" in allowed_plot:
-        # bokeh's corner positions lie over the data; in a small picture the legend goes beside the axes
-        position = plot.get("legend_position", "right")
-        out["legend_position"] = position if position in ("right", "left", "top", "bottom") else "right"
+    if "legend_position" in plot and "legend_position" in allowed_plot:
+        position = plot["legend_position"]
+        out["legend_position"] = position if position in ("right", "left", "top", "bottom", "top_right",
+                                                           "top_left", "bottom_left", "bottom_right") else "right"
     return out
 
 
@@ -89,7 +89,10 @@ def _categorical_labels(el, hv) -> bool:
 
 
 def _for_matplotlib(obj, hv):
-    """A copy of ``obj`` whose elements and overlays carry their bokeh look as matplotlib options."""
+    """A copy of ``obj`` whose elements and overlays carry their bokeh look as matplotlib options. A plot on its own
+    gets its legend beside the axes (bokeh's corner positions lie over the data) and a wider frame to make room for
+    it; the panels of a layout keep bokeh's placement (a legend beside one panel would run into the next)."""
+    alone = not isinstance(obj, (hv.Layout, hv.NdLayout, hv.GridSpace))
     def element(el):
         opts = _mpl_options(el, hv)
         return el.opts(backend="matplotlib", clone=True, **opts) if opts else el
@@ -100,6 +103,10 @@ def _for_matplotlib(obj, hv):
             ov = ov.clone([(k, e) for k, e in ov.data.items() if not _categorical_labels(e, hv)])
         keep = ("title", "legend_position", "logx", "logy", "show_legend", "xlabel", "ylabel")
         opts = {k: v for k, v in _mpl_options(ov, hv).items() if k in keep}
+        if alone and isinstance(ov, hv.Overlay) and not any(isinstance(e, (hv.HeatMap, hv.Image, hv.RGB))
+                                                             for e in ov):
+            opts["legend_position"] = "right"
+            opts["aspect"] = 1.5
         return ov.opts(backend="matplotlib", clone=True, **opts) if opts else ov
 
     out = obj.map(element, [hv.Element])
@@ -110,9 +117,9 @@ def _for_matplotlib(obj, hv):
 
 
 def _readable_log_ticks(ax) -> None:
-    """Log axes labelled at 1, 2 and 5 of each decade (1 alone past two decades) as plain numbers, minor ticks
-    unlabelled: matplotlib's default labels every minor tick of a short range ("2x10^1 3x10^1 ...") over each
-    other."""
+    """Log axes labelled as plain numbers at 1, 2, 5 of each decade (1, 3 up to two decades, 1 alone past them),
+    minor ticks unlabelled: matplotlib's default labels every minor tick of a short range ("2x10^1 3x10^1 ...")
+    over each other."""
     import math
 
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -121,7 +128,8 @@ def _readable_log_ticks(ax) -> None:
         if axis.get_scale() != "log" or min(lim) <= 0:
             continue
         decades = math.log10(max(lim) / min(lim))
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2 else (1.0,), numticks=30))
+        subs = (1.0, 2.0, 5.0) if decades <= 1 else (1.0, 3.0) if decades <= 2 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=30))
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(NullFormatter())
 

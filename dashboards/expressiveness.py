@@ -107,11 +107,11 @@ class PsmPanel(MethodPanel):
 
     chunks = param.Integer(default=40, bounds=(1, 512), doc="Chunks pushed through the binary counter.")
 
-    @param.depends("chunks")
+    @view("chunks")
     def counter(self):
         return pn.pane.HoloViews(list(psm_plots.counter_trace(psm_live.counter_trace(self.chunks)))[0])
 
-    @param.depends("chunks")
+    @view("chunks")
     def stack(self):
         return pn.pane.HoloViews(list(psm_plots.counter_trace(psm_live.counter_trace(self.chunks)))[1])
 

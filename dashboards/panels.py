@@ -143,11 +143,19 @@ def view(*on: str, needs: str | Sequence[str] = ()) -> Callable[[Callable], Call
                 prep = self.preparations[name]
                 if not prep.ready:
                     return prep.placeholder()
-            return fn(self, *args, **kwargs)
+            return _sized(fn(self, *args, **kwargs))
 
         return param.depends(*on, *names)(wrapper)
 
     return decorate
+
+
+def _sized(out: Any) -> Any:
+    """A HoloViews pane of fixed size, in a layout of that size: Panel's inner layout of a view copies the pane's
+    fixed sizing mode without its width and height, which Bokeh warns about (W-1005, FIXED_SIZING_MODE)."""
+    if isinstance(out, pn.pane.HoloViews):
+        return pn.Column(out)
+    return out
 
 
 def _served() -> bool:

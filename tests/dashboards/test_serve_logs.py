@@ -88,3 +88,4 @@ def test_no_dashboard_fails_bokehs_validation_when_served(name, monkeypatch):
     root = dashboards.app_factory(name)().get_root(Document())
     issues = check_integrity(list(root.references()))
     assert [str(e) for e in issues.error] == []
+    assert [str(w) for w in issues.warning] == []  # W-1005 (a fixed layout without width and height) and the like

@@ -25,7 +25,6 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	$(BIN)/python -m ipykernel install --sys-prefix --name recurrent-lab --display-name "recurrent-lab" >/dev/null
 	touch $(STAMP)
 
 report: install

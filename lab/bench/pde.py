@@ -339,7 +339,7 @@ def run_pde_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
             "torch_threads": solver_threads(),
             "exponax": _exponax_version(),
             "reference": (
-                "exponax 0.2.0 order-4 rollouts on a 2-core machine (research brief); 2-D read as traj-steps/s"
+                "exponax 0.2.0 order-4 rollouts on a 2-core machine (the lab's plan); 2-D read as traj-steps/s"
             ),
             "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
             "python": platform.python_version(),

@@ -30,7 +30,7 @@ KERNEL_NAME = "python3"
 SCHEDULER_TIMEOUT_S = 10.0
 
 #: environment of every notebook's kernel besides its threads: Panel inlines its CSS (no cdn.holoviz.org)
-KERNEL_SETTINGS = {"PANEL_INLINE": "true"}
+KERNEL_SETTINGS = {"PANEL_INLINE": "true", "LAB_EXPLORE": "0"}  # a report run shows the Explore cells as a note
 
 #: thread-count variables of the numerical libraries a notebook's kernel uses (BLAS, OpenMP, Numba)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")

@@ -2,7 +2,7 @@
 
 Burgers runs use ``u0 = sin x + 0.5 sin(2x + 1) + 0.2`` on ``[0, 2 pi)`` (nonzero
 mean: the exact solution uses Galilean invariance).  The KdV figure at ``t = 50``
-reproduces the 5.9e-5 that the research brief quotes for a correct ETDRK4
+reproduces the 5.9e-5 that the lab's plan quotes for a correct ETDRK4
 (exponax 0.2.0, which drops the imaginary part of its coefficients, ends at 1.06).
 
 :func:`validate_solvers` runs every check (float64 unless stated) and returns the

@@ -34,7 +34,7 @@ class Config(SequenceTaskConfig, BaseConfig):
     scores: Annotated[tuple[str, ...], Choices(*SCORES), Each(unique=True)] = SCORES
     """Pruning scores compared: aire, last, magnitude, random, aire_uniform (AIRE per layer, no global ranking)."""
     headline_ratio: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.5
-    """Ratio at which the claims compare scores (must be in ratios); the research brief's 50%."""
+    """Ratio at which the claims compare scores (must be in ratios); the lab's plan: 50%."""
     random_draws: Annotated[int, Range(1, 1000)] = 3
     """Random prunings averaged per ratio."""
     timing_repeats: Annotated[int, Range(1, 100)] = 3

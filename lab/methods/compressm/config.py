@@ -41,7 +41,7 @@ class Config(SequenceTaskConfig, BaseConfig):
     """Reduction tolerances τ: each check keeps the smallest rank whose Hankel singular values hold (1 - τ) of
     their sum. Each τ costs two trainings (CompreSSM and from scratch), the claim τ further ones (the controls)."""
     claim_tau: Tolerance = 0.02
-    """The τ the claims are checked at (must be in taus); the research brief's 2%."""
+    """The τ the claims are checked at (must be in taus); the lab's plan: 2%."""
     reduction_fraction: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 0.25
     """Reductions are checked only during this first share of the training steps (the paper: 10% of 200k steps;
     our runs are ~500 times shorter, so the model needs a larger share to learn something before it is cut)."""

@@ -14,7 +14,7 @@ from lab.core.runtime import RuntimeConfig
 VARIANTS = ("rate", "rate_no_valve", "dt_short", "dt_long", "gru")
 #: environments: the T-Maze written here (numpy) and minigrid's Memory task
 ENVS = ("tmaze", "minigrid")
-#: the paper's "far longer than seen in training" (research brief: RATE >= 80% at 10x the training length)
+#: the paper's "far longer than seen in training" (the lab's plan: RATE >= 80% at 10x the training length)
 LENGTH_FACTOR = 10
 
 
@@ -61,8 +61,8 @@ class Config(RuntimeConfig, BaseConfig):
     weight_decay: WeightDecay = 0.0
     """AdamW weight decay."""
     turn_weight: Annotated[float, Range(1.0, 1000.0)] = 10.0
-    """Loss weight of the final turn against each corridor step (only the turn is rewarded: research brief's
-    pitfall)."""
+    """Loss weight of the final turn against each corridor step (only the turn is rewarded: a pitfall
+    the lab's plan names)."""
     n_train: Annotated[int, Range(1, 100_000)] = 64
     """Oracle trajectories per training corridor length (the offline data set)."""
     n_eval: Annotated[int, Range(2, 100_000)] = 64

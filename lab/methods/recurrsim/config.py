@@ -65,7 +65,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Peak learning rate (linear warm-up over the first 5% of steps, then cosine decay to zero)."""
     mean_depth: Annotated[float, Range(1.0, 1024.0)] = 8.0
     """Kbar of the Poisson-log-normal depth distribution K ~ Poisson(e^v) + 1, v ~ N(log Kbar - s^2/2, s). The paper
-    uses 32; the quick profile uses the research brief's CPU plan, 8 (so K = 16, 32 probe beyond the usual depths)."""
+    uses 32; the quick profile uses the lab's CPU plan, 8 (so K = 16, 32 probe beyond the usual depths)."""
     depth_sigma: Annotated[float, Range(0.0, 3.0)] = 0.5
     """s, the spread of the log-normal part of the depth distribution (paper: 0.5)."""
     grad_depth: Annotated[int, Range(1, 1024)] = 4

@@ -150,12 +150,17 @@ def view(*on: str, needs: str | Sequence[str] = ()) -> Callable[[Callable], Call
     return decorate
 
 
+class SizedPlot(pn.Column):
+    """A view's HoloViews pane in a Column of its own: Panel's inner layout of a view copies a pane's ``fixed`` mode
+    without its width and height, which Bokeh warns about (W-1005, FIXED_SIZING_MODE). ``object`` is the pane's."""
+
+    @property
+    def object(self) -> Any:
+        return self.objects[0].object
+
+
 def _sized(out: Any) -> Any:
-    """A HoloViews pane of fixed size, in a layout of that size: Panel's inner layout of a view copies the pane's
-    fixed sizing mode without its width and height, which Bokeh warns about (W-1005, FIXED_SIZING_MODE)."""
-    if isinstance(out, pn.pane.HoloViews):
-        return pn.Column(out)
-    return out
+    return SizedPlot(out) if isinstance(out, pn.pane.HoloViews) else out
 
 
 def _served() -> bool:

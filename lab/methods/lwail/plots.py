@@ -33,10 +33,18 @@ def _walls(info: dict) -> hv.Image:
         "NaN": (0, 0, 0, 0)})
 
 
+def _frame(extent, width: int = 440, colorbar: bool = True) -> dict:
+    """A maze's plot ``width`` px wide whose cells come out about square: Bokeh warns (W-1005) for a fixed plot
+    sized by its frame alone, so the outer size is given, the frame's share estimated (axes, title, colour bar)."""
+    left, bottom, right, top = extent
+    frame = width - (130 if colorbar else 60)
+    return {"width": width, "height": max(1, round(frame * (top - bottom) / (right - left))) + 70}
+
+
 def _map(grid, info: dict, title: str, label: str, cmap: str) -> hv.Overlay:
     img = hv.Image(np.asarray(grid, float), bounds=info["extent"], vdims=[label]).opts(
-        cmap=cmap, colorbar=True, tools=["hover"], clipping_colors={"NaN": "#333333"}, data_aspect=1,
-        frame_width=330, title=title, xlabel="x", ylabel="y")
+        cmap=cmap, colorbar=True, tools=["hover"], clipping_colors={"NaN": "#333333"},
+        title=title, xlabel="x", ylabel="y", **_frame(info["extent"]))
     goal = hv.Points([tuple(info["goal"])]).opts(marker="star", size=16, color="#d1495b")
     return img * goal
 
@@ -65,8 +73,9 @@ def rollout_plot(episode: dict, maze_info: dict) -> hv.Overlay:
     (``episode`` from :func:`...live.rollout`, ``maze_info`` any map dict of the same maze)."""
     xy = np.asarray(episode["xy"], float)
     t = np.arange(len(xy))
-    ground = hv.Image(np.where(np.isfinite(np.asarray(maze_info["geodesic"], float)), 0.0, 1.0),
-                      bounds=maze_info["extent"]).opts(cmap=["#f4f1ea", "#333333"], data_aspect=1, frame_width=330)
+    free = np.isfinite(np.asarray(maze_info["geodesic"], float))
+    ground = hv.Image(np.where(free, 0.0, 1.0), bounds=maze_info["extent"]).opts(
+        cmap=["#f4f1ea", "#333333"], **_frame(maze_info["extent"], 390, False))
     line = hv.Path([xy]).opts(color="#888888", line_width=1)
     pts = hv.Points(np.column_stack([xy, t]), vdims=["step"]).opts(color="step", cmap="viridis", size=7,
                                                                     tools=["hover"])

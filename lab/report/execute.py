@@ -94,6 +94,14 @@ def _kernel_manager():
         def _ipc(self) -> str:
             return "ipc"
 
+        @default("ip")
+        def _ipc_path(self) -> str:
+            # a folder of its own per kernel: two kernels started at once in one folder picked the same socket
+            # names (ports are numbered from 1 by whichever file is missing) and read each other's messages
+            import tempfile
+
+            return os.path.join(tempfile.mkdtemp(prefix="lab-kernel-"), "ipc")
+
     return IpcKernelManager
 
 

@@ -15,4 +15,15 @@ from lab.registry import get as method
 from lab.registry import methods
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "check", "config_of", "load", "method", "methods", "notebook_overrides", "run", "save", "setup_process"]
+__all__ = [
+    "RunResult",
+    "check",
+    "config_of",
+    "load",
+    "method",
+    "methods",
+    "notebook_overrides",
+    "run",
+    "save",
+    "setup_process",
+]

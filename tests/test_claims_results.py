@@ -235,8 +235,8 @@ def test_measure_builders_read_per_seed_values_and_write_their_detail():
     from lab.claims import Pick, difference, ratio, share, value
 
     ds = xr.Dataset(
-        {"acc": (("seed", "model", "tau"), np.array([[[80, 81], [70, 72]], [[90, 91], [60, 62]], [[85, 86], [84, 80]]],
-                                                    float))},
+        {"acc": (("seed", "model", "tau"),
+                 np.array([[[80, 81], [70, 72]], [[90, 91], [60, 62]], [[85, 86], [84, 80]]], float))},
         coords={"seed": [0, 1, 2], "model": ["ours", "base"], "tau": [0.1, 0.2]},
         attrs={"claim_tau": 0.2},
     )

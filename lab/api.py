@@ -63,6 +63,10 @@ def run(slug: str, profile: str = "quick", *, config: Any = None, progress: bool
                         f"not the method's {method.config.__module__}.Config")
     else:
         cfg = config
+    if save_to:
+        from lab.io import check_writable
+
+        check_writable(save_to, "save_to")  # before the work, not after it
     check_machine(cfg)
     setup_process()
     start = time.perf_counter()

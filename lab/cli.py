@@ -28,17 +28,63 @@ def _setup() -> None:
     setup_process()
 
 
-def _parse_params(params: tuple[str, ...]) -> dict[str, str]:
+def _parse_params(params: tuple[str, ...], option: str = "-p") -> dict[str, str]:
+    """``FIELD=VALUE`` items as a dict; a malformed or repeated item is bad input, labelled as typed (-p, -g)."""
+    example = "-p N=512, lists as -p m0s=0.2,0.5" if option == "-p" else "-g N=64,128"
     out: dict[str, str] = {}
     for item in params:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            _bad_input(f"-p {item!r} is not FIELD=VALUE (e.g. -p N=512, lists as -p m0s=0.2,0.5)")
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if not sep or not key:
+            _bad_input(f"{option} {item!r} is not allowed; allowed: FIELD=VALUE (e.g. {example})")
+        if key in out:
+            _bad_input(f"{option} {key}={value.strip()} is not allowed: {option} {key}={out[key]} was given "
+                       f"before; allowed: each field once")
+        out[key] = value.strip()
     return out
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _check_out(path: str, label: str = "--out") -> None:
+    """An output folder is checked before any work (a run is not thrown away for a path it cannot write)."""
+    from lab.config import ConfigError
+    from lab.io import check_writable
+
+    try:
+        check_writable(path, label, folder=True)
+    except ConfigError as exc:
+        _bad_input(str(exc))
+
+
+class _OneLineErrors(click.Group):
+    """A group whose usage errors (an unknown option, a missing argument, a value out of an option's range) are one
+    line, ``error: ...``, exit 2, like the lab's own bad-input errors, without click's usage block."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
+            sys.exit(EXIT_OK)
+        except click.exceptions.NoSuchOption as exc:
+            params = exc.ctx.command.get_params(exc.ctx) if exc.ctx else []
+            known = sorted({o for p in params for o in p.opts if o[0] == "-"})
+            _bad_input(f"{exc.option_name} is not allowed: no such option; allowed: {', '.join(known)}")
+        except click.exceptions.MissingParameter as exc:
+            usage = exc.ctx.get_usage().replace("Usage: ", "") if exc.ctx else "see --help"
+            _bad_input(f"{' '.join(exc.format_message().split())} allowed: {usage}")
+        except click.ClickException as exc:
+            _bad_input(" ".join(exc.format_message().split()))
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(EXIT_CLAIM_FAILED)
+        sys.exit(EXIT_OK)
+
+
+@click.group(name="lab", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="recurrent-lab")
 def cli() -> None:
     """recurrent-lab: ICLR 2026 papers on recurrence, memory and dynamics, on a laptop."""
@@ -84,6 +130,7 @@ def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool
             click.echo(f"{row['name']} ({row['type']}, quick default {row['default']!r}{allowed}): {row['doc']}")
         return
     overrides = _parse_params(params)
+    _check_out(out)
     try:
         cfg = method.make_config(profile, **overrides)  # validate everything before running or writing
         api.check_machine(cfg)
@@ -137,10 +184,11 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | Non
     from lab.report import build_report
 
     if profile not in PROFILE_NAMES:
-        _bad_input(f"--profile {profile!r} is not a profile; allowed: {', '.join(PROFILE_NAMES)}")
+        _bad_input(f"--profile={profile!r} is not allowed; allowed: {', '.join(PROFILE_NAMES)}")
     for slug in slugs:
         if slug not in registry.slugs():
-            _bad_input(f"unknown method {slug!r}; known methods: {', '.join(registry.slugs())}")
+            _bad_input(f"unknown method {slug!r}; allowed: one of the known methods: {', '.join(registry.slugs())}")
+    _check_out(out)
     try:
         summary = build_report(list(slugs) or None, profile=profile, jobs=jobs, out=Path(out), scheduler=scheduler,
                                force=force)
@@ -171,28 +219,89 @@ def serve(names: tuple[str, ...], port: int, address: str, show: bool, list_only
 
     for name in names:
         if name not in APPS:
-            _bad_input(f"unknown dashboard {name!r}; known dashboards: {', '.join(APPS)}")
+            _bad_input(f"unknown dashboard {name!r}; allowed: one of the known dashboards: {', '.join(APPS)}")
     serve_apps(list(names) or list(APPS), port=port, address=address, show=show)
 
 
 SEEDS_ALLOWED = "seeds as 0-9, 0,3,7 or 0-2,5 (non-negative integers, ranges low-high)"
 
+#: the most points (grid points times seeds) one ``lab sweep`` may ask for; each point is a whole run
+MAX_SWEEP_POINTS = 10_000
+
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-9"``, ``"0,3,7"`` or ``"0-2,5"`` as a list of seeds; ConfigError names the bad part."""
+    """``"0-9"``, ``"0,3,7"`` or ``"0-2,5"`` as a list of distinct seeds, at most :data:`MAX_SWEEP_POINTS` of them
+    (counted before a range is expanded); ConfigError names the bad part."""
     from lab.checks import bad_value
 
-    seeds: list[int] = []
+    ranges: list[range] = []
     for part in (p.strip() for p in text.split(",")):
         lo, sep, hi = part.partition("-")
         try:
-            values = range(int(lo), int(hi) + 1) if sep else [int(part)]
+            values = range(int(lo), int(hi) + 1) if sep else range(int(part), int(part) + 1)
         except ValueError:
-            raise bad_value("seeds", text, SEEDS_ALLOWED) from None
-        if not values or min(values) < 0:
-            raise bad_value("seeds", text, SEEDS_ALLOWED)
-        seeds.extend(values)
+            raise bad_value("--seeds", text, SEEDS_ALLOWED) from None
+        if not values or values.start < 0:
+            raise bad_value("--seeds", text, SEEDS_ALLOWED)
+        ranges.append(values)
+    count = sum(len(r) for r in ranges)
+    if count > MAX_SWEEP_POINTS:
+        raise bad_value("--seeds", text, f"at most {MAX_SWEEP_POINTS} seeds (this is {count})")
+    seeds = [s for r in ranges for s in r]
+    if len(set(seeds)) != len(seeds):
+        raise bad_value("--seeds", text, "each seed once (ranges that do not overlap)")
     return seeds
+
+
+def _parse_grid(grid: tuple[str, ...], method, slug: str) -> dict[str, list[str]]:
+    """``-g FIELD=V1,V2`` items as ``{field: [values]}``: a known field, at least one value, no value twice."""
+    from lab.config import describe_fields
+
+    axes: dict[str, list[str]] = {}
+    allowed = [f["name"] for f in describe_fields(method.config)]
+    for key, text in _parse_params(grid, "-g").items():
+        if key not in allowed:
+            _bad_input(f"-g {key}={text} is not allowed: {slug} has no parameter {key!r}; allowed: "
+                       + ", ".join(allowed))
+        values = [v.strip() for v in text.split(",")]
+        if not text or any(v == "" for v in values):
+            _bad_input(f"-g {key}={text!r} is not allowed; allowed: one or more comma-separated values "
+                       f"(e.g. -g {key}=V1,V2)")
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            _bad_input(f"-g {key}={text} is not allowed: {', '.join(twice)} given twice; allowed: each value once")
+        axes[key] = values
+    return axes
+
+
+def _check_sweep_points(method, profile: str, axes: dict[str, list[str]], fixed: dict[str, str],
+                        seeds: list[int] | None) -> None:
+    """Every point of the sweep valid before any runs, each error labelled with the option that set the value."""
+    import math
+
+    from lab.config import ConfigError
+    from lab.sweep import grid_points
+
+    count = math.prod(len(v) for v in axes.values()) * (len(seeds) if seeds else 1)
+    if count > MAX_SWEEP_POINTS:
+        shown = " ".join(f"-g {k}={','.join(v)}" for k, v in axes.items())
+        _bad_input(f"{shown} is not allowed: {count} points; allowed: at most {MAX_SWEEP_POINTS} points "
+                   f"(grid values times seeds)")
+    try:
+        method.make_config(profile, **fixed)
+    except ConfigError as exc:
+        _bad_input(f"-p {exc}")
+    for key, values in axes.items():
+        for value in values:
+            try:
+                method.make_config(profile, **{**fixed, key: value})
+            except ConfigError as exc:
+                _bad_input(f"-g {exc}")
+    for point in grid_points(axes):
+        try:
+            method.make_config(profile, **{**fixed, **point})
+        except ConfigError as exc:
+            _bad_input(f"-g {exc}")
 
 
 @cli.command()
@@ -219,8 +328,7 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
     _setup()
 
     from lab import registry
-    from lab.config import ConfigError, describe_fields
-    from lab.sweep import grid_points
+    from lab.config import ConfigError
     from lab.sweep import sweep as run_sweep
 
     try:
@@ -228,18 +336,22 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
     except registry.UnknownMethodError as exc:
         _bad_input(str(exc))
     if not grid and seeds is None:
-        _bad_input("give at least one -g FIELD=V1,V2 or --seeds")
-    axes = {k: [v for v in vals.split(",") if v] for k, vals in _parse_params(grid).items()}
-    allowed = [f["name"] for f in describe_fields(method.config)]
-    unknown = [k for k in axes if k not in allowed]
-    if unknown:
-        _bad_input(f"{unknown[0]}={','.join(axes[unknown[0]])} is not allowed: {slug} has no parameter "
-                   f"{unknown[0]!r}; allowed: " + ", ".join(allowed))
+        _bad_input("-g and --seeds are both missing; allowed: at least one -g FIELD=V1,V2 or --seeds 0-9")
+    axes = _parse_grid(grid, method, slug)
     fixed = _parse_params(params)
+    twice = sorted(set(axes) & set(fixed))
+    if twice:
+        _bad_input(f"-p {twice[0]}={fixed[twice[0]]} is not allowed: {twice[0]} is also swept by -g; allowed: "
+                   f"a field either fixed (-p) or swept (-g)")
     try:
         seed_list = parse_seeds(seeds) if seeds is not None else None
-        for point in grid_points(axes):
-            method.make_config(profile, **fixed, **point)
+    except ConfigError as exc:
+        _bad_input(str(exc))
+    if seed_list is not None and "seed" in axes:
+        _bad_input(f"--seeds {seeds} is not allowed: -g seed=... sweeps the seed too; allowed: one of them")
+    _check_sweep_points(method, profile, axes, fixed, seed_list)
+    _check_out(out)
+    try:
         res = run_sweep(slug, axes, seeds=seed_list, profile=profile, base=fixed, scheduler=scheduler,
                         workers=workers, out=out, force=force, retries=retries)
     except ConfigError as exc:
@@ -270,7 +382,8 @@ def bench(name: str, quick: bool, out: str) -> None:
     from lab.results import save
 
     if name not in BENCHES:
-        _bad_input(f"unknown benchmark {name!r}; known benchmarks: {', '.join(BENCHES)}")
+        _bad_input(f"unknown benchmark {name!r}; allowed: one of the known benchmarks: {', '.join(BENCHES)}")
+    _check_out(out)
     module, run_name, fmt_name = BENCHES[name]
     mod = importlib.import_module(module)
     ds = getattr(mod, run_name)(quick=quick, progress=True)

@@ -49,3 +49,29 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
     return Path(path)
+
+
+def check_writable(path: str | os.PathLike, label: str, *, folder: bool = False) -> Path:
+    """Refuse, before any work, an output path this process cannot write: :class:`lab.checks.ConfigError` naming
+    ``label`` (the option or argument as the user typed it), the path and what is allowed. Leaves nothing behind:
+    the nearest existing folder is probed with a temporary folder that is removed at once (``os.access`` says yes
+    to root for ``/proc``)."""
+    from lab.checks import bad_value
+
+    path = Path(path)
+    if str(path).strip() == "":
+        raise bad_value(label, str(path), "a non-empty path")
+    if folder and path.exists() and not path.is_dir():
+        raise bad_value(label, str(path), "a folder (this path is a file)")
+    if not folder and path.is_dir():
+        raise bad_value(label, str(path), "a file path (this path is a folder)")
+    probe = (path if folder else path.parent).absolute()
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise bad_value(label, str(path), f"a path under a folder ({probe} is a file)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".lab-probe-", dir=probe))
+    except OSError as exc:
+        raise bad_value(label, str(path), f"a path this user can write ({probe}: {exc.strerror})") from None
+    return path

@@ -21,16 +21,18 @@ README's method table) and a test keeps them in step.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lab import registry
-from lab.config import PROFILE_NAMES, FieldSpec, field_specs
-from lab.io import atomic_write_text
+from lab.config import PROFILE_NAMES, ConfigError, FieldSpec, field_specs
+from lab.io import atomic_write_text, check_writable
 
-__all__ = ["help_text", "notebook_overrides", "parameters_source", "setup", "sync_parameters", "type_word"]
+__all__ = ["help_text", "injected_parameters", "notebook_overrides", "parameters_source", "setup", "sync_parameters",
+           "type_word"]
 
 
 def help_text(text: str) -> str:
@@ -78,15 +80,56 @@ def setup() -> None:
     pn.config.console_output = "disable"  # no empty output per plot for print()s from callbacks
     shell = get_ipython()
     if shell is not None:
+        shell.set_custom_exc((ConfigError,), _one_line_error)
         formatter = shell.display_formatter.mimebundle_formatter
         formatter.for_type(hv.core.Dimensioned, lambda obj, include=None, exclude=None:
                            pn.panel(obj)._repr_mimebundle_(include, exclude))
 
 
+def injected_parameters(namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill's injected cell set in this kernel (``-p NAME VALUE``), read from the kernel's input
+    history (``In``): papermill writes that cell as ``# Parameters`` and one assignment a line. Empty outside a
+    papermill run (a notebook run by hand has no such cell)."""
+    history = namespace.get("In")
+    if not isinstance(history, list):
+        return []
+    for source in reversed(history):
+        if isinstance(source, str) and source.lstrip().startswith("# Parameters"):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                return []
+            return [t.id for node in tree.body if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name)]
+    return []
+
+
 def notebook_overrides(slug: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """The Config fields a notebook's parameters cell set to something other than None (papermill's ``-p``)."""
-    names = field_specs(registry.get(slug).config)
-    return {k: namespace[k] for k in names if namespace.get(k) is not None}
+    """The Config fields a notebook's parameters cell set to something other than None (papermill's ``-p``),
+    validated before any work: an unknown parameter, a bad value, a bad profile or a ``result_path`` this process
+    cannot write is a :class:`~lab.checks.ConfigError` that names it, the value and what is allowed (one line in the
+    notebook, see :func:`setup`)."""
+    method = registry.get(slug)
+    names = field_specs(method.config)
+    known = ["profile", "result_path", *names]
+    for name in injected_parameters(namespace):
+        if name not in known:
+            raise ConfigError(f"-p {name} {namespace.get(name)!r} is not allowed: {slug} has no parameter {name!r}; "
+                              f"allowed: {', '.join(known)}")
+    overrides = {k: namespace[k] for k in names if namespace.get(k) is not None}
+    method.make_config(namespace.get("profile", "quick"), **overrides)
+    result_path = namespace.get("result_path") or ""
+    if result_path:
+        check_writable(result_path, "result_path")
+    return overrides
+
+
+def _one_line_error(shell, etype, value, tb, tb_offset=None):
+    """A bad parameter in a notebook shows as one line (``ConfigError: N=-3 is not allowed; ...``), not the
+    traceback through the lab that led to it: the message says all there is."""
+    stb = [f"{etype.__name__}: {value}"]
+    shell._showtraceback(etype, value, stb)  # the kernel's error output (IPython ignores what a handler returns)
+    return stb
 
 
 def _parameters_cell(nb: dict) -> dict:

@@ -194,7 +194,8 @@ def get(slug: str) -> Method:
     try:
         return _methods()[slug]
     except KeyError:
-        raise UnknownMethodError(f"unknown method {slug!r}; known methods: {', '.join(slugs())}") from None
+        raise UnknownMethodError(f"unknown method {slug!r}; allowed: one of the known methods: "
+                                 f"{', '.join(slugs())}") from None
 
 
 def methods_markdown_table() -> str:

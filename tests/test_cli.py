@@ -1,10 +1,9 @@
-"""The `lab` command: list, run, check; bad input exits 2 with a one-line message and writes nothing."""
+"""The `lab` command: list, run, check (its bad input is in tests/test_bad_inputs.py)."""
 
 import subprocess
 import sys
 
 import pytest
-import torch
 from click.testing import CliRunner
 
 from lab.cli import cli
@@ -19,38 +18,6 @@ def runner(tmp_path, monkeypatch):
 def test_list(runner):
     out = runner.invoke(cli, ["list"])
     assert out.exit_code == 0 and "dam" in out.output and "hopfield" in out.output
-
-
-@pytest.mark.parametrize(
-    ("args", "fragment"),
-    [
-        (["run", "nosuch"], "known methods: "),
-        (["run", "dam", "-p", "bogus=1"], "no parameter 'bogus'"),
-        (["run", "dam", "-p", "N=abc"], "N='abc' is not allowed; allowed: int"),
-        (["run", "dam", "-p", "N=-4"], "N=-4 is not allowed; allowed: an integer in"),
-        (["run", "dam", "-p", "update=never"], "one of 'sync', 'async'"),
-        (["run", "dam", "-p", "N"], "is not FIELD=VALUE"),
-        (["run", "dam", "--profile", "huge"], "allowed: ci, quick, full"),
-        (["report", "nosuch"], "known methods"),
-        (["report", "--profile", "huge"], "allowed: ci, quick, full"),
-        (["serve", "nosuch"], "known dashboards: "),
-        (["bench", "nosuch"], "known benchmarks: "),
-        (["check", "missing.nc"], "no results file"),
-        (["sweep", "dam"], "give at least one -g"),
-        (["sweep", "dam", "-g", "bogus=1,2"], "bogus=1,2 is not allowed: dam has no parameter 'bogus'"),
-        (["sweep", "dam", "-g", "N=64,-3"], "N=-3 is not allowed"),
-        (["sweep", "nosuch", "-g", "N=1"], "known methods"),
-        (["sweep", "dam", "--seeds", "3-1"], "seeds='3-1' is not allowed"),
-        (["run", "compressm", "-p", "device=gpu"], "device='gpu' is not allowed; allowed: one of 'auto', 'cpu'"),
-        pytest.param(["run", "compressm", "-P", "ci", "-p", "device=cuda"], "torch sees no CUDA device",
-                     marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
-    ],
-)
-def test_bad_input_exits_2_and_writes_nothing(runner, tmp_path, args, fragment):
-    out = runner.invoke(cli, args)
-    assert out.exit_code == 2, out.output
-    assert fragment in out.output
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_run_ci_saves_prints_claims_and_exits_by_claims(runner, tmp_path):

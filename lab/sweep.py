@@ -4,7 +4,10 @@ resumable, with failures isolated.
 Each point of the grid (times each seed) is one ``lab.run`` in a worker process. Its Dataset is written atomically
 to ``out/<slug>/<key>.nc`` where ``key`` is a content hash of the point's *resolved* Config and the lab's version
 (:func:`point_key`): a rerun of the same sweep skips every point already on disk (and says how many), ``force=True``
-recomputes them, and a file that cannot be read (truncated, overwritten) is recomputed with a warning. A point that
+recomputes them. A point file is reused only when its content digest holds and its stored method, config (the full
+resolved Config, seed included) and lab version equal the point's (``lab.results.load(path, expect=...)``); any other
+file there (truncated, overwritten, copied from another point, written before digests) is recomputed, with one
+warning per point saying why (``SweepResult.not_reused``). A point that
 raises is recorded with its error and traceback and the rest run on; Dask's task ``retries`` cover a worker that
 dies mid-point (its task is resubmitted to another worker).
 
@@ -15,9 +18,11 @@ dies mid-point (its task is resubmitted to another worker).
     res.data                     # dims N, seed, + the method's own
     res.failures                 # [{point, error, traceback}, ...]
 
-On a cluster: ``sweep(..., scheduler="tcp://scheduler:8786")`` (``dask scheduler`` + ``dask worker``, or
-dask-jobqueue on Slurm, give such an address; the README's scale-out section has the commands). The Datasets travel
-back to the client, so the workers need no shared file system; the client writes the files.
+On a cluster: ``sweep(..., scheduler="tls://scheduler:8786", security=tls_security(ca, cert, key))`` (``dask
+scheduler`` + ``dask worker`` with TLS, or dask-jobqueue on Slurm, give such an address; the README's scale-out
+section has the commands: Dask ships pickled code, so never a scheduler port open without TLS). A scheduler that does
+not answer is a one-line :class:`lab.checks.ConfigError` before anything runs. The Datasets travel back to the
+client, so the workers need no shared file system; the client writes the files.
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class SweepResult:
             failed points have one row with ``status = "error"``.
         failures: ``[{"point", "error", "traceback"}]``.
         skipped: points found on disk and reused. computed: points run now. elapsed_s: wall time.
+        not_reused: ``[{"point", "reason"}]``: point files found on disk but recomputed, and why.
     """
 
     slug: str
@@ -108,6 +114,7 @@ class SweepResult:
     skipped: int = 0
     computed: int = 0
     elapsed_s: float = 0.0
+    not_reused: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def data(self) -> xr.Dataset:
@@ -158,22 +165,22 @@ def _check_seeds(method, grid: Mapping[str, Sequence[Any]], seeds: Iterable[int]
     return seeds
 
 
-def _load_point(path: Path) -> xr.Dataset | None:
-    """A finished point's Dataset, or None when there is none or it cannot be read (then it is recomputed)."""
+def _load_point(path: Path, expect: dict[str, str]) -> tuple[xr.Dataset | None, str | None]:
+    """A finished point's Dataset, or None and why not (then it is recomputed): no file (no reason), a file that
+    cannot be read or changed after it was written, or one of another method, config or lab version."""
     from lab import results
+    from lab.checks import ConfigError
 
     if not path.exists():
-        return None
+        return None, None
     try:
-        ds = results.load(path)
-        if "method" not in ds.attrs or "config" not in ds.attrs:
-            raise ValueError("no method/config attributes")
-        return ds
-    except Exception as exc:  # a truncated or overwritten file: say so and recompute
-        warnings.warn(f"sweep: result file {path} is unreadable ({type(exc).__name__}: {exc}); recomputing it",
-                      RuntimeWarning, stacklevel=3)
-        path.unlink(missing_ok=True)
-        return None
+        return results.load(path, expect=expect), None
+    except ConfigError as exc:  # a digest that fails, or another point's file: say why and recompute
+        reason = str(exc)
+    except Exception as exc:  # a truncated or overwritten file
+        reason = f"its file {path} is unreadable ({type(exc).__name__}: {' '.join(str(exc).split())})"
+    path.unlink(missing_ok=True)
+    return None, reason
 
 
 def sweep(
@@ -184,6 +191,7 @@ def sweep(
     profile: str = "quick",
     base: Mapping[str, Any] | None = None,
     scheduler: str | None = None,
+    security: Any = None,
     workers: int = 2,
     out: str | Path | None = "results/sweep",
     force: bool = False,
@@ -198,9 +206,13 @@ def sweep(
         seeds: run every point for each of these seeds (a ``seed`` axis); None: the profile's seed only.
         profile: the profile every point starts from; ``base`` adds fixed overrides.
         scheduler: a Dask scheduler address; ``None`` starts a local cluster of ``workers`` processes, one thread
-            each (the lab's numerics use their own threads).
-        out: folder of the results, one NetCDF per point under ``out/<slug>/``; finished points there are reused.
-            None keeps nothing (and resumes nothing).
+            each (the lab's numerics use their own threads). Connected to first: one that does not answer within
+            :data:`lab.report.execute.SCHEDULER_TIMEOUT_S` seconds is a ConfigError before anything runs.
+        security: the ``distributed.security.Security`` of a TLS scheduler (``tls://``):
+            :func:`lab.report.execute.tls_security` builds it from the CA, certificate and key files.
+        out: folder of the results, one NetCDF per point under ``out/<slug>/``; finished points there are reused
+            when their digest holds and their method, config and lab version are the point's (else recomputed,
+            with a warning). None keeps nothing (and resumes nothing).
         force: recompute points that are already on disk.
         retries: Dask task retries of a point (a worker lost mid-point, or an error that may be transient).
 
@@ -209,8 +221,10 @@ def sweep(
     """
     import pandas as pd
 
+    from lab import results
     from lab.api import check
     from lab.config import coerce
+    from lab.report.execute import connect
 
     start = time.perf_counter()
     method = registry.get(slug)
@@ -230,21 +244,32 @@ def sweep(
     folder = Path(out) / slug if out is not None else None
     paths = [folder / f"{point_key(slug, cfg)}.nc" if folder is not None else None for cfg in configs]
 
-    datasets: list[xr.Dataset | None] = [None] * len(points)
-    todo = []
-    for i, path in enumerate(paths):
-        if path is not None and not force:
-            datasets[i] = _load_point(path)
-        if datasets[i] is None:
-            todo.append(i)
-    skipped = len(points) - len(todo)
-    if progress and skipped:
-        print(f"sweep {slug}: {skipped} of {len(points)} points already done under {folder}, skipped "
-              f"(force=True recomputes them)")
+    client = connect(scheduler, security) if scheduler is not None else None  # fail before anything runs
+    try:
+        datasets: list[xr.Dataset | None] = [None] * len(points)
+        todo, not_reused = [], []
+        for i, path in enumerate(paths):
+            if path is not None and not force:
+                expect = {"method": slug, "config": configs[i].to_json(), "lab_version": results.lab_version()}
+                datasets[i], reason = _load_point(path, expect)
+                if reason is not None:
+                    not_reused.append({"point": points[i], "reason": reason})
+                    label = ", ".join(f"{k}={v}" for k, v in points[i].items())
+                    warnings.warn(f"sweep {slug}: point {label} not reused: {reason}; recomputing it",
+                                  RuntimeWarning, stacklevel=2)
+            if datasets[i] is None:
+                todo.append(i)
+        skipped = len(points) - len(todo)
+        if progress and skipped:
+            print(f"sweep {slug}: {skipped} of {len(points)} points already done under {folder}, skipped "
+                  f"(force=True recomputes them)")
 
-    errors: dict[int, tuple[str, str]] = {}
-    if todo:
-        _compute(slug, profile, base, points, todo, paths, datasets, errors, scheduler, workers, retries, progress)
+        errors: dict[int, tuple[str, str]] = {}
+        if todo:
+            _compute(slug, profile, base, points, todo, paths, datasets, errors, client, workers, retries, progress)
+    finally:
+        if client is not None:
+            client.close()
 
     rows = []
     failures = []
@@ -257,25 +282,25 @@ def sweep(
         for claim in check(datasets[i], slug):
             rows.append({**p, **claim.to_dict(), "status": "ok", "error": ""})
     return SweepResult(slug, list(full_grid), points, datasets, pd.DataFrame(rows), failures, skipped, len(todo),
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, not_reused)
 
 
-def _compute(slug, profile, base, points, todo, paths, datasets, errors, scheduler, workers, retries, progress):
+def _compute(slug, profile, base, points, todo, paths, datasets, errors, client, workers, retries, progress):
+    """Run the points ``todo`` on ``client``'s cluster (None: a local cluster of ``workers`` processes, closed after),
+    writing each finished point's file."""
     from dask.distributed import Client, LocalCluster, as_completed
 
     from lab import results
 
     cluster = None
-    if scheduler is None:
+    if client is None:
         cluster = LocalCluster(n_workers=min(workers, len(todo)), threads_per_worker=1, processes=True,
                                dashboard_address=None)
         client = Client(cluster)
-    else:
-        client = Client(scheduler)
     try:
         futures = {client.submit(_run_point, slug, profile, {**base, **points[i]}, pure=False, retries=retries): i
                    for i in todo}
-        iterator = as_completed(futures)
+        iterator = as_completed(futures, loop=client.loop)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -296,6 +321,6 @@ def _compute(slug, profile, base, points, todo, paths, datasets, errors, schedul
         if bar is not None:
             bar.close()
     finally:
-        client.close()
         if cluster is not None:
+            client.close()
             cluster.close()

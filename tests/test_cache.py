@@ -42,6 +42,14 @@ def _leftovers(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp"))
 
 
+def _files(root: Path) -> list[str]:
+    """The files in ``root`` less the entries' lock files (``<file>.lock``, empty, left in place by design)."""
+    names = sorted(p.name for p in root.iterdir())
+    for lock in (n for n in names if n.endswith(".lock")):
+        assert (root / lock).stat().st_size == 0
+    return [n for n in names if not n.endswith(".lock")]
+
+
 def test_key_depends_on_config_not_on_order() -> None:
     base = config_hash(CONFIG, "x")
     assert base == config_hash({"nested": {"modes": [1, 2], "nu": 0.1}, "n": 3, "equation": "toy"}, "x")
@@ -75,7 +83,7 @@ def test_build_once_then_load(tmp_path: Path) -> None:
     assert list(second["label"].values) == ["a", "bb", "ccc"]
     assert second.attrs["title"] == "toy"
     assert second.attrs["lab_cache_key"] == config_hash(CONFIG, "toy")
-    assert [p.name for p in tmp_path.iterdir()] == [cache_path("toy", CONFIG, root=tmp_path).name]
+    assert _files(tmp_path) == [cache_path("toy", CONFIG, root=tmp_path).name]
     # another config -> another file, another build
     cached_dataset("toy", {**CONFIG, "n": 4}, build, root=tmp_path)
     assert build.calls == 2
@@ -95,7 +103,7 @@ def test_build_error_leaves_nothing(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match="blew up"):
         cached_dataset("toy", CONFIG, failing, root=tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert _files(tmp_path) == []
 
 
 def test_failure_mid_write_leaves_no_file(tmp_path: Path) -> None:
@@ -106,7 +114,7 @@ def test_failure_mid_write_leaves_no_file(tmp_path: Path) -> None:
 
     with pytest.raises((TypeError, ValueError)):
         cached_dataset("toy", CONFIG, unwritable, root=tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert _files(tmp_path) == []
     # the next call writes a good file
     assert cached_dataset("toy", CONFIG, Builder(), root=tmp_path)["u"].shape == (3, 8)
 
@@ -124,7 +132,7 @@ def test_interrupt_mid_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(xr.Dataset, "to_netcdf", write_half_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         cached_dataset("toy", CONFIG, Builder(), root=tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert _files(tmp_path) == []
 
 
 def _write_valid(tmp_path: Path) -> Path:
@@ -267,7 +275,7 @@ def test_cached_model_trains_once_then_loads(tmp_path: Path) -> None:
     first = _model(tmp_path, trainer)
     assert not first.loaded and trainer.calls == 1
     assert first.path == cache.state_path("models", "toy", {"w": 1}, root=tmp_path) and first.path.is_file()
-    assert [p.name for p in (tmp_path / "models").iterdir()] == [first.path.name]  # no temporary left over
+    assert _files(tmp_path / "models") == [first.path.name]  # no temporary left over
     second = _model(tmp_path, trainer)
     assert second.loaded and trainer.calls == 1 and not second.model.training
     for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):

@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 from click.testing import CliRunner
 
+from lab import registry
 from lab.cli import cli, parse_seeds
 from lab.config import ConfigError
 from lab.sweep import FAULT_ENV, grid_points, sweep
@@ -150,3 +151,27 @@ def test_fault_a_damaged_result_file_is_detected_and_recomputed(tmp_path, undist
         res = sweep("dam", {}, **kw)
     assert res.computed == 2 and res.skipped == 0
     _same_data(res.data, undisturbed.data.sel(seed=[0, 1]))
+
+
+def test_a_point_file_copied_over_another_seeds_is_detected_and_recomputed(tmp_path, undisturbed, scheduler):
+    """A swapped point: seed 0's file copied over seed 1's. Its digest holds, but its config (seed) is not the
+    point's: the sweep says why it does not reuse it, recomputes it, and the summary equals an undisturbed sweep's."""
+    import shutil
+
+    import pandas as pd
+
+    from lab.sweep import point_key
+
+    out = tmp_path / "out"
+    kw = dict(seeds=[0, 1, 2], profile="ci", base=BASE, scheduler=scheduler, out=out, progress=False)
+    sweep("dam", {}, **kw)
+    method = registry.get("dam")
+    path = {s: out / "dam" / f"{point_key('dam', method.make_config('ci', **BASE, seed=s))}.nc" for s in (0, 1, 2)}
+    shutil.copyfile(path[0], path[1])
+    with pytest.warns(RuntimeWarning, match=r"point seed=1 not reused: config.seed=0 is not allowed; allowed: 1"):
+        res = sweep("dam", {}, **kw)
+    assert res.computed == 1 and res.skipped == 2
+    assert [r["point"] for r in res.not_reused] == [{"seed": 1}] and "config.seed=0" in res.not_reused[0]["reason"]
+    _same_data(res.data, undisturbed.data)
+    pd.testing.assert_frame_equal(res.summary(), undisturbed.summary())
+    assert sweep("dam", {}, **kw).skipped == 3  # the recomputed file is the point's now

@@ -16,7 +16,8 @@ it is current (:mod:`lab.cache.runs`). :func:`watch_work` lets a dashboard tell 
 =================  ===============================================================================================
 module             role
 =================  ===============================================================================================
-``keys``           content keys of configs (:func:`config_hash`), entry names, the data folder (:func:`data_root`)
+``keys``           content keys of configs (:func:`config_hash`) and of Datasets (:func:`dataset_checksum`), entry
+                   names, the data folder (:func:`data_root`), an entry's file lock (:func:`entry_lock`)
 ``datasets``       data sets as checksummed NetCDF files, written atomically, validated on load
 ``weights``        trained weights and other torch state, read with ``weights_only=True``
 ``memory``         the in-memory :func:`memo`
@@ -26,11 +27,11 @@ module             role
 """
 
 from .datasets import ENGINE, cache_path, cached_dataset, dataset_checksum
-from .keys import config_hash, data_root, project_root
+from .keys import config_hash, data_root, entry_lock, project_root
 from .memory import memo
 from .runs import RUN_ONLY, cached_run, result_config, saved_run
 from .watch import watch_work, working
-from .weights import Trained, cached_model, cached_state, state_path
+from .weights import Trained, cached_model, cached_state, state_digest, state_path
 
 __all__ = [
     "ENGINE",
@@ -44,10 +45,12 @@ __all__ = [
     "config_hash",
     "data_root",
     "dataset_checksum",
+    "entry_lock",
     "memo",
     "project_root",
     "result_config",
     "saved_run",
+    "state_digest",
     "state_path",
     "watch_work",
     "working",

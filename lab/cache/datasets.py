@@ -20,13 +20,15 @@ Integrity:
   ``lab_cache_checksum`` (SHA-256 over every variable's name, dtype, shape and values as decoded by xarray). On
   load the file is read fully into memory and all of them are checked, plus an optional caller-supplied
   ``validate`` (e.g. shapes). A file that cannot be read or fails a check is never returned: it is deleted with a
-  ``RuntimeWarning`` and rebuilt.
+  ``RuntimeWarning`` and rebuilt. The checksum is :func:`lab.cache.keys.dataset_checksum`, the one the results files
+  use (without the attributes here).
+* one build per entry: check, build and write run under a file lock (``<file>.lock`` beside it,
+  :func:`lab.cache.keys.entry_lock`), so a second process asking for the same data set meanwhile waits and then
+  loads the first one's file instead of generating it again. A hit reads without the lock.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 import warnings
@@ -34,12 +36,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
 from lab.io import atomic_path
 
-from .keys import canonical_json, check_name, config_hash, data_root
+from .keys import canonical_json, check_name, config_hash, data_root, dataset_checksum, entry_lock
 from .watch import working
 
 __all__ = ["ENGINE", "cache_path", "cached_dataset", "dataset_checksum", "sweep_stale_temps"]
@@ -74,43 +75,12 @@ def cache_path(name: str, config: Mapping[str, Any], *, root: str | os.PathLike[
     return data_root(root) / f"{name}-{config_hash(config, name)[:16]}.nc"
 
 
-def _array_bytes(values: np.ndarray) -> bytes:
-    arr = np.asarray(values)
-    if arr.dtype.kind in "OUS":
-        items = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in arr.ravel().tolist()]
-        return json.dumps(items).encode("utf-8")
-    if arr.dtype.kind in "Mm":
-        arr = arr.view(np.int64)
-    return np.ascontiguousarray(arr).tobytes()
-
-
-def dataset_checksum(ds: xr.Dataset) -> str:
-    """SHA-256 over every variable and coordinate (name, dtype, dims, shape, values).
-
-    Attributes are not included.  String arrays are hashed by their text, so a
-    ``<U`` array and the ``object`` array xarray decodes it to agree.
-
-    Arguments:
-        ds: the data set (its values are read).
-
-    Returns:
-        64 hex digits.
-    """
-    h = hashlib.sha256()
-    for name in sorted(map(str, ds.variables)):
-        var = ds.variables[name]
-        values = np.asarray(var.values)
-        kind = "str" if values.dtype.kind in "OUS" else values.dtype.str
-        h.update(json.dumps([name, kind, list(var.dims), list(values.shape)]).encode("utf-8"))
-        h.update(_array_bytes(values))
-    return h.hexdigest()
-
-
 def _read_checked(
     path: Path,
     name: str,
     key: str,
     validate: Callable[[xr.Dataset], None] | None,
+    config_json: str | None = None,
 ) -> xr.Dataset:
     """Load ``path`` fully into memory and run every check; raise _CorruptCacheFile."""
     try:
@@ -123,6 +93,8 @@ def _read_checked(
         raise _CorruptCacheFile(f"{ATTR_NAME} is {attrs.get(ATTR_NAME)!r}, expected {name!r}")
     if attrs.get(ATTR_KEY) != key:
         raise _CorruptCacheFile(f"{ATTR_KEY} does not match the config")
+    if config_json is not None and attrs.get(ATTR_CONFIG) != config_json:
+        raise _CorruptCacheFile(f"{ATTR_CONFIG} is not the config asked for")
     stored = attrs.get(ATTR_CHECKSUM)
     actual = dataset_checksum(ds)
     if stored != actual:
@@ -200,21 +172,23 @@ def cached_dataset(
     key = config_hash(config, name)
     config_json = canonical_json(dict(config))
     path = data_root(root) / f"{name}-{key[:16]}.nc"
-    if path.exists() and not refresh:
+    if not refresh and path.exists():  # a hit needs no lock: the final name only ever holds a whole file
         try:
-            return _read_checked(path, name, key, validate)
-        except _CorruptCacheFile as exc:
-            warnings.warn(f"cache file {path} rejected: {exc}; regenerating", RuntimeWarning, stacklevel=2)
+            return _read_checked(path, name, key, validate, config_json)
+        except _CorruptCacheFile:
+            pass  # missing or rejected: decided under the lock below
+    with entry_lock(path):  # a second process asking for this entry waits here, then loads the first one's file
+        if path.exists() and not refresh:
             try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-    working(name)
-    ds = build()
-    if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"build() must return an xarray.Dataset, got {type(ds).__name__}")
-    result = _write_atomic(ds, path, name, key, config_json)
+                return _read_checked(path, name, key, validate, config_json)
+            except _CorruptCacheFile as exc:
+                warnings.warn(f"cache file {path} rejected: {exc}; regenerating", RuntimeWarning, stacklevel=2)
+                path.unlink(missing_ok=True)
+        working(name)
+        ds = build()
+        if not isinstance(ds, xr.Dataset):
+            raise TypeError(f"build() must return an xarray.Dataset, got {type(ds).__name__}")
+        result = _write_atomic(ds, path, name, key, config_json)
     if validate is not None:
         validate(result)
     return result
-

@@ -22,11 +22,16 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["canonical_json", "check_name", "config_hash", "data_root", "project_root"]
+if TYPE_CHECKING:
+    import xarray as xr
+    from filelock import FileLock
+
+__all__ = ["canonical_json", "check_name", "config_hash", "data_root", "dataset_checksum", "entry_lock",
+           "project_root"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -111,3 +116,57 @@ def check_name(name: str) -> str:
             f"punctuation mark, got {name!r}"
         )
     return name
+
+
+def _array_bytes(values: np.ndarray) -> bytes:
+    arr = np.asarray(values)
+    if arr.dtype.kind in "OUS":
+        items = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in arr.ravel().tolist()]
+        return json.dumps(items).encode("utf-8")
+    if arr.dtype.kind in "Mm":
+        arr = arr.view(np.int64)
+    return np.ascontiguousarray(arr).tobytes()
+
+
+def _hash_value(h: Any, value: Any, name: str, *tail: Any) -> None:
+    """Hash ``[name, kind, *tail, shape]`` and the bytes of ``value`` (a variable: ``tail`` its dims)."""
+    values = np.asarray(value)
+    kind = "str" if values.dtype.kind in "OUS" else values.dtype.str
+    h.update(json.dumps([name, kind, *tail, list(values.shape)]).encode("utf-8"))
+    h.update(_array_bytes(values))
+
+
+def dataset_checksum(ds: xr.Dataset, *, attrs: bool = False, skip: tuple[str, ...] = ()) -> str:
+    """SHA-256 of a Dataset's content: every variable and coordinate (name, dtype, dims, shape, values), and with
+    ``attrs`` the Dataset's and each variable's attributes too, less the Dataset attributes named in ``skip``.
+
+    The one content digest of the lab: the data set cache checks it without attributes (``lab_cache_checksum``),
+    :func:`lab.results.save` stores it with them (``content_digest``) and :func:`lab.results.load` recomputes it.
+    String arrays are hashed by their text, so a ``<U`` array and the ``object`` array xarray decodes it to agree;
+    hash what is read back from a file, so that a later read agrees.
+
+    Returns:
+        64 hex digits.
+    """
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds.variables[name]
+        _hash_value(h, var.values, name, list(var.dims))
+        if attrs:
+            for key in sorted(map(str, var.attrs)):
+                _hash_value(h, var.attrs[key], f"{name}.attrs", key)
+    if attrs:
+        for key in sorted(map(str, ds.attrs)):
+            if key not in skip:
+                _hash_value(h, ds.attrs[key], ".attrs", key)
+    return h.hexdigest()
+
+
+def entry_lock(path: Path) -> FileLock:
+    """The lock of a cache entry: ``<path>.lock`` beside it (an empty file, left in place; the kernel's lock goes
+    with the process, so a killed builder never leaves it held). Held around check-build-write, a second process
+    asking for the same entry waits, then loads what the first wrote."""
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(f"{path}.lock")

@@ -21,7 +21,7 @@ module          role
 """
 
 from .build import build_report
-from .execute import connect, kernel_environment
+from .execute import connect, kernel_environment, tls_security
 from .export import install_mathjax
 from .index import render_index
 from .reuse import run_key, source_files
@@ -37,4 +37,5 @@ __all__ = [
     "render_index",
     "run_key",
     "source_files",
+    "tls_security",
 ]

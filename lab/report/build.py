@@ -59,6 +59,7 @@ def build_report(
     out: Path = Path("reports"),
     scheduler: str | None = None,
     force: bool = False,
+    security=None,
 ) -> ReportSummary:
     """Execute the notebooks of ``slugs`` (all by default) and write ``out/<profile>/index.html``.
 
@@ -69,12 +70,13 @@ def build_report(
         out: the reports folder; this profile's report goes to ``out/<profile>/``.
         scheduler: a Dask scheduler address (``tcp://host:8786``): the notebooks run on its workers.
         force: rerun every notebook, even one unchanged since its last good run (:func:`run_key`).
+        security: Dask's TLS settings for a ``tls://`` scheduler (:func:`lab.report.execute.tls_security`).
 
     Raises:
         ConfigError: no scheduler answers at ``scheduler`` (nothing is written then).
     """
     methods = [registry.get(s) for s in slugs] if slugs else registry.methods()
-    client = connect(scheduler) if scheduler is not None else None  # fail before writing anything
+    client = connect(scheduler, security) if scheduler is not None else None  # fail before writing anything
     try:
         out_dir = (Path(out) / profile).resolve()  # notebooks run in notebooks/: hand them absolute paths
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,12 @@ parameters ``profile`` and ``result_path``; the notebook saves its results Datas
 
 - locally (the default): a process pool of ``jobs`` processes, the cores split between them
   (:func:`kernel_environment`);
-- on a Dask cluster (``scheduler="tcp://host:8786"``): one task per notebook, Papermill in the worker, which sends
+- on a Dask cluster (``scheduler="tls://host:8786"``): one task per notebook, Papermill in the worker, which sends
   back the executed notebook and the results NetCDF as bytes (no shared file system); the client writes them.
+
+:func:`connect` makes the Dask client of both ``lab report`` and ``lab sweep``: one that does not answer is a one-line
+:class:`lab.checks.ConfigError`; :func:`tls_security` builds Dask's TLS settings from the CA, certificate and key
+files (Dask ships pickled code to its workers: a scheduler's port must never be open without TLS).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from lab import registry
 from lab.io import atomic_write_bytes
 
 __all__ = ["KERNEL_NAME", "KERNEL_SETTINGS", "SCHEDULER_TIMEOUT_S", "THREAD_VARIABLES", "connect", "dask_runs",
-           "kernel_environment", "local_runs"]
+           "kernel_environment", "local_runs", "tls_security"]
 
 KERNEL_NAME = "python3"
 
@@ -126,23 +130,87 @@ def _run_papermill(slug: str, src: Path, out: Path, profile: str, env: dict[str,
     return time.perf_counter() - start, error
 
 
-def connect(scheduler: str):
-    """A ``dask.distributed.Client`` of the scheduler at ``scheduler``; ConfigError (naming ``scheduler``) when
-    none answers within :data:`SCHEDULER_TIMEOUT_S` seconds."""
+def tls_security(tls_ca_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None, *,
+                 names: tuple[str, str, str] = ("tls_ca_file", "tls_cert", "tls_key")):
+    """Dask's ``Security`` for a TLS scheduler (``tls://``): the CA that signed the cluster's certificates, this
+    client's certificate and its key (None when the certificate file holds the key), encryption required. None when
+    no file is given. ConfigError, naming the option (``names``), for a file that is missing or does not load."""
+    from lab.checks import bad_value
+
+    given = dict(zip(names, (tls_ca_file, tls_cert, tls_key)))
+    if all(v is None for v in given.values()):
+        return None
+    for name, value in given.items():
+        if value is None and name != names[2]:
+            raise bad_value(name, None, f"a PEM file: TLS needs {names[0]} and {names[1]} (and {names[2]} unless "
+                                        f"the certificate file holds its key)")
+        if value is not None and not Path(value).is_file():
+            raise bad_value(name, str(value), "an existing PEM file")
+    from distributed.security import Security
+
+    security = Security(tls_ca_file=tls_ca_file, tls_client_cert=tls_cert, tls_client_key=tls_key,
+                        require_encryption=True)
+    try:
+        security.get_connection_args("client")  # reads the files: a bad one fails here, not at the scheduler
+    except (OSError, ValueError) as exc:
+        raise bad_value(names[1], str(tls_cert), f"a PEM certificate and key that load with {names[0]} "
+                                                 f"({type(exc).__name__}: {' '.join(str(exc).split())})") from None
+    return security
+
+
+def connect(scheduler: str, security=None):
+    """A ``dask.distributed.Client`` of the scheduler at ``scheduler`` (with ``security``, a ``tls://`` address:
+    :func:`tls_security`); ConfigError (naming ``scheduler``, one line) when none answers within
+    :data:`SCHEDULER_TIMEOUT_S` seconds or the connection is refused."""
     from dask.distributed import Client
 
     from lab.checks import bad_value
 
+    example = "tls://host:8786" if security is not None else "tcp://host:8786"
     if not isinstance(scheduler, str) or not scheduler.strip():
-        raise bad_value("scheduler", scheduler, "the address of a running Dask scheduler, e.g. tcp://host:8786")
+        raise bad_value("scheduler", scheduler, f"the address of a running Dask scheduler, e.g. {example}")
+    if security is not None and not scheduler.startswith("tls://"):
+        raise bad_value("scheduler", scheduler, f"a tls:// address, e.g. {example} (TLS certificates were given)")
     try:
-        return Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
+        _probe(scheduler, security)  # a Client that fails to start leaves a half-made object behind
+        return Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False, security=security)
+    except Exception as exc:  # noqa: BLE001 - refused, timed out, a TLS handshake that failed: one line
         raise bad_value(
             "scheduler", scheduler,
-            f"the address of a running Dask scheduler, e.g. tcp://host:8786 (none answered within "
-            f"{SCHEDULER_TIMEOUT_S:g} s: {type(exc).__name__}: {exc})",
+            f"the address of a running Dask scheduler that accepts this client, e.g. {example} (none did within "
+            f"{SCHEDULER_TIMEOUT_S:g} s: {type(exc).__name__}: {' '.join(str(exc).split())})",
         ) from None
+
+
+def _probe(scheduler: str, security) -> None:
+    """Open and close one connection to ``scheduler`` (in a thread with an event loop of its own, so that it works
+    where a loop already runs, as in a notebook); raise what the connection raised."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
+    args = (security or Security()).get_connection_args("client")
+    failed: list[BaseException] = []
+
+    async def probe() -> None:
+        comm = await comm_connect(scheduler, timeout=SCHEDULER_TIMEOUT_S, **args)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(probe())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="lab-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join(SCHEDULER_TIMEOUT_S + 5)
+    if failed:
+        raise failed[0]
+    if thread.is_alive():
+        raise TimeoutError(f"no answer from {scheduler}")
 
 
 def local_runs(todo, out_dir: Path, profile: str, jobs: int):

@@ -7,22 +7,29 @@ Conventions for every method's Dataset:
 - every variable has ``long_name`` (a description) and ``units`` attrs (``"1"`` for dimensionless), declared once in
   the method's :class:`Schema`;
 - the Dataset's attrs carry the provenance added by :func:`attach_provenance`: ``method``, ``profile``, ``config``
-  (JSON), ``versions`` (JSON), ``git_revision``, ``device``, ``wall_time_s``, ``created``, ``hostname``.
+  (JSON), ``lab_version``, ``versions`` (JSON), ``git_revision``, ``device``, ``wall_time_s``, ``created``,
+  ``hostname``;
+- :func:`save` stores a content digest that :func:`load` checks (``load(path, expect={...})`` also checks that the
+  file is the one the caller meant).
 """
 
 from lab.results.schema import Coord, Results, Schema, Var
 from lab.results.store import (
+    DIGEST_ATTR,
     NETCDF_ENGINE,
     attach_provenance,
     config_of,
+    content_digest,
     device_description,
     git_revision,
+    lab_version,
     library_versions,
     load,
     save,
 )
 
 __all__ = [
+    "DIGEST_ATTR",
     "NETCDF_ENGINE",
     "Coord",
     "Results",
@@ -30,8 +37,10 @@ __all__ = [
     "Var",
     "attach_provenance",
     "config_of",
+    "content_digest",
     "device_description",
     "git_revision",
+    "lab_version",
     "library_versions",
     "load",
     "save",

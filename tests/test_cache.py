@@ -503,3 +503,103 @@ def test_two_processes_building_the_same_data_set(tmp_path: Path) -> None:
     assert len(files) == 1 and not _leftovers(tmp_path)
     ds = cached_dataset("concurrent", {"n": 200_000}, Builder(), root=tmp_path)  # valid: loads, never rebuilds
     assert ds["u"].size == 200_000
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# digests of weight files; one build per entry across threads and processes (the entry's file lock)
+# --------------------------------------------------------------------------------------------------------------------
+def test_a_tampered_tensor_is_rejected_and_rebuilt(tmp_path: Path) -> None:
+    import torch
+
+    trainer = Trainer()
+    path = _model(tmp_path, trainer).path
+    blob = torch.load(path, weights_only=True)
+    assert blob["digest"] == cache.state_digest(blob["state"])
+    blob["state"]["state_dict"]["weight"][0, 0] = 99.0  # same key, same config, same shapes: only the digest tells
+    torch.save(blob, path)
+    with pytest.warns(RuntimeWarning, match="content digest mismatch"):
+        again = _model(tmp_path, trainer)
+    assert not again.loaded and trainer.calls == 2 and float(again.model.weight[0, 0].detach()) == 0.5
+    assert _model(tmp_path, trainer).loaded and trainer.calls == 2  # the rebuilt file is good
+
+
+def test_a_weight_file_written_before_digests_still_loads(tmp_path: Path) -> None:
+    import torch
+
+    trainer = Trainer()
+    path = _model(tmp_path, trainer).path
+    blob = torch.load(path, weights_only=True)
+    del blob["digest"]
+    torch.save(blob, path)
+    assert _model(tmp_path, trainer).loaded and trainer.calls == 1
+
+
+def test_the_state_digest_sees_every_tensor_and_value() -> None:
+    import torch
+
+    state = {"w": torch.ones(2, 3), "h": torch.zeros(2, dtype=torch.bfloat16), "meta": {"steps": 3, "name": "x"},
+             "curves": [torch.arange(3)]}
+    base = cache.state_digest(state)
+    assert base == cache.state_digest({k: state[k] for k in reversed(list(state))})  # order of keys: no matter
+    for changed in ({**state, "w": torch.ones(3, 2)}, {**state, "w": torch.ones(2, 3, dtype=torch.float64)},
+                    {**state, "h": torch.tensor([0.0, 1.0], dtype=torch.bfloat16)},
+                    {**state, "meta": {"steps": 4, "name": "x"}}, {**state, "curves": [torch.arange(4)]}):
+        assert cache.state_digest(changed) != base
+
+
+def test_two_threads_asking_the_same_data_set_build_it_once(tmp_path: Path) -> None:
+    """Each call takes its own lock on the entry's lock file: the second waits for the first and loads its file."""
+    import threading
+
+    calls: list[int] = []
+
+    def slow() -> xr.Dataset:
+        calls.append(1)
+        time.sleep(0.5)
+        return _toy()
+
+    got: list[xr.Dataset] = []
+    threads = [threading.Thread(target=lambda: got.append(cached_dataset("toy", CONFIG, slow, root=tmp_path)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(calls) == 1 and len(got) == 2 and got[0].identical(got[1])
+    assert _files(tmp_path) == [cache_path("toy", CONFIG, root=tmp_path).name]
+
+
+_TRAIN_ONCE = """
+import sys, time
+from pathlib import Path
+import numpy as np
+from lab.cache import cached_state
+
+root, calls = sys.argv[1], Path(sys.argv[2])
+
+def build():
+    with open(calls, "a") as f:
+        f.write("built\\n")
+    time.sleep(1.0)  # a slow training: the other process asks meanwhile
+    return {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}
+
+state, loaded = cached_state("models", "slow", {"v": 1}, build, root=root)
+print("loaded" if loaded else "built", float(state["w"].sum()))
+"""
+
+
+def test_two_processes_asking_the_same_state_train_once(tmp_path: Path) -> None:
+    """An identical run in progress is waited for, not duplicated: the second process waits on the entry's lock,
+    then loads what the first wrote."""
+    import subprocess
+    import sys
+
+    calls = tmp_path / "calls.txt"
+    procs = [subprocess.Popen([sys.executable, "-c", _TRAIN_ONCE, str(tmp_path), str(calls)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    assert calls.read_text().splitlines() == ["built"]
+    assert sorted(o[0].split()[0] for o in outs) == ["built", "loaded"]
+    assert {o[0].split()[1] for o in outs} == {"15.0"}
+    assert _files(tmp_path / "models") == [cache.state_path("models", "slow", {"v": 1}, root=tmp_path).name]

@@ -166,7 +166,8 @@ def connect(scheduler: str, security=None):
 
     from lab.checks import bad_value
 
-    example = "tls://host:8786" if security is not None else "tcp://host:8786"
+    tls = security is not None or (isinstance(scheduler, str) and scheduler.startswith("tls://"))
+    example = "tls://host:8786" if tls else "tcp://host:8786"
     if not isinstance(scheduler, str) or not scheduler.strip():
         raise bad_value("scheduler", scheduler, f"the address of a running Dask scheduler, e.g. {example}")
     if security is not None and not scheduler.startswith("tls://"):
@@ -175,10 +176,11 @@ def connect(scheduler: str, security=None):
         _probe(scheduler, security)  # a Client that fails to start leaves a half-made object behind
         return Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False, security=security)
     except Exception as exc:  # noqa: BLE001 - refused, timed out, a TLS handshake that failed: one line
+        hint = "; a tls:// scheduler needs the CA file, certificate and key" if tls and security is None else ""
         raise bad_value(
             "scheduler", scheduler,
-            f"the address of a running Dask scheduler that accepts this client, e.g. {example} (none did within "
-            f"{SCHEDULER_TIMEOUT_S:g} s: {type(exc).__name__}: {' '.join(str(exc).split())})",
+            f"the address of a running Dask scheduler that accepts this client, e.g. {example} (connecting failed "
+            f"within {SCHEDULER_TIMEOUT_S:g} s: {type(exc).__name__}: {' '.join(str(exc).split())}{hint})",
         ) from None
 
 

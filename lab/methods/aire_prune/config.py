@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, ssm_weights, task_sizes, training
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.fields import Seeds, SequenceTaskConfig
 
@@ -49,3 +50,23 @@ class Config(SequenceTaskConfig, BaseConfig):
             raise bad_value("headline_ratio", self.headline_ratio, f"one of ratios {self.ratios!r}")
         if "aire" not in self.scores:
             raise bad_value("scores", self.scores, "a set of scores that includes 'aire'")
+
+    def run_budget(self) -> Budget:
+        """Work: len(kinds) x n_seeds trainings of epochs x n_train sequences (SSM layers of about 4 d_state d_model
+        + 2 d_model^2 weights, 6 operations per weight and token, plus the scan's 16 d_state per token), then per
+        model every score at every ratio (random: random_draws of them) and the timings evaluated on the test
+        set. Memory: a batch's activations and complex states over the layers, the whole test set's at evaluation,
+        the model with AdamW's moments."""
+        n_train, n_test, length = task_sizes(self.dataset, self.n_train, self.n_test)
+        weights = ssm_weights(self.d_model, self.d_state, self.n_layers)
+        width = self.d_model + 4 * self.d_state
+        steps = self.epochs * -(-n_train // self.batch_size)
+        memory, work = training(len(self.kinds) * self.n_seeds, steps, self.batch_size, length, weights, width,
+                                self.n_layers)
+        scan = 6 * 16.0 * self.d_state * self.n_layers * n_train * length * self.epochs
+        evals = len(self.ratios) * (len(self.scores) + self.random_draws + 1 + self.timing_repeats)
+        work += len(self.kinds) * self.n_seeds * (scan + evals * n_test * length * (2 * weights + 16 * self.d_state))
+        memory = max(memory, 16.0 * n_test * length * width)  # evaluation: one layer of the whole test set
+        return Budget(memory, work, "aire_prune's trainings: kinds x n_seeds x epochs x n_train sequences through "
+                      "n_layers SSM layers, and the pruning sweeps on the test set",
+                      ("epochs", "n_seeds", "d_state", "d_model", "n_layers", "n_train", "ratios", "random_draws"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import STEP_OPS, Budget, training
 from lab.config import BaseConfig, Each, Range, bad_value
 from lab.core.fields import Rate, Seeds, WeightDecay
 from lab.core.runtime import RuntimeConfig
@@ -113,3 +114,38 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("n_pairs", self.n_pairs, f"an integer in [1, {most}] (MQAR: 2 n_pairs + n_queries <= "
                                                      "recall_train_length with n_queries = n_pairs, and n_pairs <= "
                                                      "(mqar_vocab - 1) // 2 keys)")
+
+    def run_budget(self) -> Budget:
+        """Work: per seed, four word-problem runs (ChainGPT and its control: the core looped (max_iterations + 1) / 2
+        times on average, bptt_iterations of them backpropagated; the transformer and Mamba baselines of
+        baseline_layers blocks) of steps x batch_size x state_train_length tokens, two MQAR runs of recall_steps x
+        batch_size x recall_train_length, and the depth profiles: every test length at every depth up to
+        max_iterations. A block holds about 12 d_model^2 weights. Memory: a batch's activations over the looped
+        core, the transformer's attention scores, the data sets (int64 tokens and labels). Each looped iteration of a
+        step costs about two small steps' overhead (measured: quick takes ~750 s on two shared cores)."""
+        d, blocks = self.d_model, self.n_bottom + 1
+        block = 12.0 * d * d
+        loops = (self.max_iterations + 1) / 2 + 2 * self.bptt_iterations  # forward 2 W each, backward 4 W each
+        vocab = max(self.mqar_vocab, 120)
+        parts = []
+        for steps, train, tests, width in ((self.steps, self.state_train_length, self.state_test_lengths, 1),
+                                           (self.recall_steps, self.recall_train_length, self.recall_test_lengths,
+                                            self.window)):
+            chain = training(2, steps, self.batch_size, train, block * (self.n_bottom + loops / 3) + vocab * d, d,
+                             blocks + loops,
+                             attend=width + train / self.anchor_every, heads=self.n_heads)
+            parts.append(chain)
+            if width == 1:
+                parts.append(training(2, steps, self.batch_size, train, block * self.baseline_layers + vocab * d, d,
+                                      self.baseline_layers, attend=train / 2, heads=self.n_heads))
+            profile = self.n_test * (train + sum(tests)) * 2 * block * self.max_iterations ** 2 * 2
+            parts.append((256.0 * max(tests) * d * 16 * 4 + 256.0 * self.n_heads * max(tests) ** 2 * 4, profile))
+        data = 16.0 * (self.n_train * (self.state_train_length + self.recall_train_length)
+                       + self.n_test * (sum(self.state_test_lengths) + sum(self.recall_test_lengths)))
+        memory = max(m for m, _ in parts) + data
+        overhead = STEP_OPS * 2 * loops * (2 * self.steps + 2 * self.recall_steps)  # the core's small kernels
+        work = self.n_seeds * (sum(w for _, w in parts) + overhead)
+        return Budget(memory, work, "chaingpt's trainings: n_seeds x 6 runs of steps x batch_size x train length "
+                      "tokens through d_model-wide blocks, the core looped up to max_iterations",
+                      ("steps", "recall_steps", "batch_size", "d_model", "max_iterations", "n_seeds", "n_train",
+                       "n_test", "state_test_lengths", "recall_test_lengths"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, ssm_weights, task_sizes, training
 from lab.config import BaseConfig, Each, Range, bad_value
 from lab.core.fields import Layers, Rate, Seeds, SequenceTaskConfig, States, WeightDecay
 
@@ -56,3 +57,23 @@ class Config(SequenceTaskConfig, BaseConfig):
     def validate(self) -> None:
         if self.claim_tau not in self.taus:
             raise bad_value("claim_tau", self.claim_tau, f"one of taus {self.taus!r}")
+
+    def run_budget(self) -> Budget:
+        """Work: per seed the full model, per τ CompreSSM and from scratch, at the claim τ three more runs (the
+        random truncations and a second scratch model), each epochs x n_train sequences through LRU layers (about
+        4 d_state d_model + 2 d_model^2 weights; counted at the full d_state), cut_draws evaluations of the test set
+        at every reduction check, and a replay of each size's step. Memory: a batch's activations and states, the
+        test set's at evaluation, the model with AdamW's moments."""
+        n_train, n_test, length = task_sizes(self.dataset, self.n_train, self.n_test)
+        weights = ssm_weights(self.d_model, self.d_state, self.n_layers)
+        width = self.d_model + 4 * self.d_state
+        steps = self.epochs * -(-n_train // self.batch_size)
+        runs = self.n_seeds * (2 * len(self.taus) + 4)
+        memory, work = training(runs, steps, self.batch_size, length, weights, width, self.n_layers)
+        checks = min(steps * self.reduction_fraction, steps) / self.reduction_interval + 1
+        per_check = (self.cut_draws + 1) * 2.0 * weights * n_test * length + 30.0 * self.d_state ** 3
+        work += self.n_seeds * len(self.taus) * checks * per_check
+        memory = max(memory, 16.0 * n_test * length * width)  # evaluation: one layer of the whole test set
+        return Budget(memory, work, "compressm's trainings: n_seeds x (2 taus + 4) runs of epochs x n_train "
+                      "sequences through n_layers LRU layers", ("epochs", "n_seeds", "taus", "d_state", "d_model",
+                                                               "n_layers", "n_train", "cut_draws"))

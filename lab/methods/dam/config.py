@@ -5,10 +5,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import Budget
 from lab.config import BaseConfig, Each, Range, bad_value
 
 #: Largest pattern matrix (P x N float64) a run may allocate, in bytes.
 MAX_PATTERN_BYTES = 4 * 2**30
+
+#: critical loads the comparison's relative loads refer to (theory.critical_load(n) for n >= 3, rounded up;
+#: n = 2: AGS 0.138), for the budget without importing the theory
+CRITICAL_LOADS = {2: 0.138, 3: 0.0841, 4: 0.0132, 5: 0.00165, 6: 0.000167}
 
 Loads = Annotated[tuple[float, ...], Range(0.0, 10.0, lo_open=True), Each(increasing=True)]
 
@@ -79,3 +84,28 @@ class Config(BaseConfig):
         """P = round(alpha N^(n-1)), at least 1."""
         n = self.n if n is None else n
         return max(1, round(alpha * self.N ** (n - 1)))
+
+    def run_budget(self) -> Budget:
+        """Memory: the recorded trajectories (alpha x m0 x trial x step floats for order n, the n = 2 grid and the
+        side-by-side comparison; three copies while the Dataset is built) and the largest pattern matrix with its
+        P x m0 overlaps. Work: every sweep of every trajectory computes the overlaps and the fields, 4 P N
+        operations per state (capacity runs: one state per trial)."""
+        M, T = len(self.m0s), self.steps + 1
+        big_n2 = max(self.N_n2, default=0)
+        crit = [CRITICAL_LOADS[self.n] * max(self.loads), CRITICAL_LOADS[2] * max(self.loads)]
+        shapes = [(self.N, self.patterns(max(self.alphas)))]  # (spins, patterns)
+        shapes += [(big_n2, max(1, round(max(self.alphas_n2) * big_n2)))] if big_n2 else []
+        shapes += [(self.N, max(1, round(crit[0] * self.N ** (self.n - 1)))), (self.N, round(crit[1] * self.N))]
+        patterns = max(8.0 * N * P * 2 + 8.0 * 3 * M * P for N, P in shapes)
+        n2 = len(self.alphas_n2) if big_n2 else 0
+        records = 8.0 * 3 * M * self.trials * (T * (len(self.alphas) + n2 + 2 * len(self.loads)) + 2 * self.lags)
+        per_state = 4.0 * M * self.trials * self.steps
+        work = per_state * sum(self.patterns(a) * self.N for a in self.alphas)
+        work += per_state * sum(max(1, round(a * big_n2)) * big_n2 for a in self.alphas_n2) if big_n2 else 0.0
+        work += 4.0 * self.trials * self.capacity_steps * sum(a * N * N for N in self.N_n2 for a in self.alphas_n2)
+        work += per_state * self.N * len(self.loads) * (crit[0] * self.N ** (self.n - 1) + crit[1] * self.N)
+        return Budget(patterns + records, work, "dam's trajectories: alphas x m0s x trials x steps sweeps of P x N "
+                      "overlaps", ("trials", "steps", "N", "alphas", "N_n2", "alphas_n2", "capacity_steps", "m0s",
+                                   "loads", "n"),
+                      memory_what="dam's recorded trajectories (alphas x m0s x trials x steps floats) and "
+                                  "pattern matrices")

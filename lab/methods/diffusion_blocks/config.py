@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import Budget, task_sizes, train_bytes, train_ops
 from lab.config import BaseConfig, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -104,3 +105,27 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("sigma_min", self.sigma_min, f"a number below sigma_max={self.sigma_max}")
         if self.d_model % self.n_heads:
             raise bad_value("d_model", self.d_model, f"a multiple of n_heads={self.n_heads}")
+
+    def run_budget(self) -> Budget:
+        """Work: per seed five 2-D denoisers (end to end, block-wise ones, the small control) trained toy_steps x
+        toy_batch points through n_layers AdaLN MLP layers of about 7 width^2 weights (block-wise under
+        block_budget = compute: B x the steps on 1/B of the layers, the same layer-passes), sampled n_eval x
+        sample_steps; three classifiers trained cls_steps x cls_batch x 8 tokens through transformer layers of about
+        18 d_model^2 weights, classifying by cls_sample_steps denoising passes. Memory: the energy distance's three
+        n_eval x n_eval distance matrices (float64), the 2-D training set, the data set."""
+        toy_w = self.n_layers * 7.0 * self.width ** 2
+        cls_w = self.n_layers * 18.0 * self.d_model ** 2
+        n_train, n_test, _ = task_sizes(self.dataset, self.n_train, self.n_test)
+        work = self.n_seeds * (5 * train_ops(toy_w, self.toy_steps * self.toy_batch, self.toy_steps * self.n_blocks)
+                               + 5 * 2.0 * toy_w * self.n_eval * self.sample_steps + 3 * 8.0 * self.n_eval ** 2
+                               + 3 * train_ops(cls_w, 8 * self.cls_steps * self.cls_batch,
+                                               self.cls_steps * self.n_blocks)
+                               + 3 * 2.0 * cls_w * 8 * n_test * self.cls_sample_steps)
+        activations = 16.0 * max(self.toy_batch * self.width, 8 * self.cls_batch * self.d_model) * self.n_layers
+        memory = (3 * 8.0 * self.n_eval ** 2 + 3 * 16.0 * self.toy_train + 4.0 * 64 * (n_train + n_test)
+                  + train_bytes(toy_w + cls_w, activations))
+        return Budget(memory, work, "diffusion_blocks' trainings: n_seeds x (5 toy_steps x toy_batch + 3 cls_steps x "
+                      "cls_batch) passes, and the n_eval x n_eval energy distances",
+                      ("n_eval", "toy_steps", "cls_steps", "n_seeds", "width", "d_model", "n_layers", "toy_batch",
+                       "cls_batch", "toy_train"),
+                      memory_what="diffusion_blocks' energy distances: n_eval x n_eval distance matrices")

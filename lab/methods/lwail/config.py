@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, train_ops
 from lab.config import BaseConfig, Choices, Each, Range
 from lab.core.fields import Rate
 from lab.core.runtime import RuntimeConfig
@@ -144,3 +145,35 @@ class Config(RuntimeConfig, BaseConfig):
         if self.p_random + self.p_trajectory > 1.0:
             raise bad_value("p_trajectory", self.p_trajectory,
                             f"at most 1 - p_random = {1.0 - self.p_random:g} (the rest goes to the current state)")
+
+    def run_budget(self) -> Budget:
+        """Work (maze, per seed): ICVF's icvf_steps x icvf_batch through φ, ψ and T (MLPs of width hidden), then for
+        each of the 10 variants a DQN with env_steps / n_envs x updates_per_step updates of batch_size, a critic
+        with critic_steps updates every critic_every env steps that relabels the whole buffer each time (env_steps^2
+        / critic_every passes), and n_eval x eval_points evaluation episodes; the pendulum: pendulum_seeds x 2 TD3
+        agents with one update of three MLPs per env step. Memory: the replay buffer and its relabelling (env steps
+        x hidden floats), the maze's cell-pair distances."""
+        h, z = self.hidden, self.d_latent
+        mlp = h * h + 8 * h
+        icvf = 3 * (mlp + h * z) + h * z * z
+        cells = 11 * self.resolution ** 2
+        maze = train_ops(icvf, self.icvf_steps * self.icvf_batch, self.icvf_steps)
+        updates = self.env_steps / self.n_envs * self.updates_per_step
+        critic = (self.env_steps / self.critic_every) * (self.critic_steps * self.batch_size * 3 + self.env_steps)
+        agent = (train_ops(mlp, updates * self.batch_size, updates) + train_ops(mlp + h * z, critic)
+                 + train_ops(mlp, self.critic_pretrain * self.batch_size, self.critic_pretrain)
+                 + 2.0 * mlp * self.eval_points * self.n_eval * self.horizon)
+        work = self.n_seeds * (maze + 10 * agent + 4.0 * icvf * cells ** 2) if "maze" in self.envs else 0.0
+        pendulum = ("pendulum" in self.envs) * self.pendulum_seeds * (
+            2 * (train_ops(3 * mlp, self.pendulum_steps * self.batch_size, 3 * self.pendulum_steps)
+                 + train_ops(mlp, self.pendulum_steps ** 2 / self.pendulum_critic_every)
+                 + 1e5 * self.pendulum_steps) + train_ops(icvf, self.pendulum_icvf_steps * self.icvf_batch,
+                                                          self.pendulum_icvf_steps))
+        steps = max(self.env_steps, self.pendulum_steps * ("pendulum" in self.envs),
+                    self.random_traj * self.random_length)
+        memory = 4.0 * steps * (4 * h + 64) + 8.0 * 4 * cells ** 2 * (1 + z) + 16 * 4.0 * icvf
+        return Budget(memory, work + pendulum, "lwail's agents: n_seeds x 10 variants x env_steps with DQN updates "
+                      "and critic relabelling of the whole buffer", ("env_steps", "n_seeds", "hidden", "icvf_steps",
+                                                                     "critic_steps", "pendulum_steps", "batch_size",
+                                                                     "d_latent", "resolution", "random_traj"),
+                      memory_what="lwail's replay buffer and its relabelling: env_steps x hidden floats")

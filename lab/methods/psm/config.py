@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, training
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -99,3 +100,28 @@ class Config(RuntimeConfig, BaseConfig):
         if 2 * self.mqar_pairs + self.mqar_queries > self.train_length:
             raise bad_value("train_length", self.train_length,
                             f"at least 2 * mqar_pairs + mqar_queries = {2 * self.mqar_pairs + self.mqar_queries}")
+
+    def run_budget(self) -> Budget:
+        """Work: 2 tasks x len(models) x n_seeds trainings of steps x batch_size x train_length tokens through about
+        3 psm_layers transformer blocks of 12 d_model^2 weights (the PSM's encoder, aggregator on the scan's ~2n
+        combines, and inference; the baselines matched in size, the transformer attending to the whole prefix),
+        the tests at every test length (n_test sequences, 256 a batch), and the streaming checks (stream_chunks x
+        stream_batch sequences in three bracketings). Memory: a batch's activations and attention scores at the
+        longest test length, the data sets (int64 tokens and labels)."""
+        d, L = self.d_model, self.train_length
+        block = 12.0 * d * d
+        layers = 3 * self.psm_layers + self.baseline_layers
+        runs = 2 * len(self.models) * self.n_seeds
+        memory, work = training(runs, self.steps, self.batch_size, L, 2 * block * layers, d, layers,
+                                attend=L / 2 + self.chunk, heads=self.n_heads)
+        longest = max(self.test_lengths)
+        tests = runs * self.n_test * sum(self.test_lengths) * (4.0 * block * layers + 4.0 * d * longest)
+        streams = 3 * 2.0 * block * layers * self.stream_batch * self.chunk * sum(self.stream_chunks) * 4
+        rows = min(256, self.n_test)
+        memory = max(memory, 4.0 * rows * longest * (16 * d + self.n_heads * longest) * layers)
+        memory += 16.0 * (self.n_train * L + self.n_test * sum(self.test_lengths)) * 2
+        return Budget(memory, work + tests + streams + 1e3 * self.trace_chunks,
+                      "psm's trainings: 2 tasks x models x n_seeds runs of steps x batch_size x train_length tokens, "
+                      "and the tests at train_length x test_factors", ("steps", "batch_size", "train_length",
+                                                                        "test_factors", "d_model", "n_seeds",
+                                                                        "n_train", "n_test", "psm_layers"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import SEQUENCE_TASKS, Budget, mlp_weights, train_bytes, train_ops
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -80,3 +81,28 @@ class Config(RuntimeConfig, BaseConfig):
                                                            f"of hidden={self.hidden!r})")
         if 8 not in self.bits or self.claim_bits not in self.bits:
             raise bad_value("bits", self.bits, f"bit widths from {BITS} including 8 and claim_bits={self.claim_bits}")
+
+    def run_budget(self) -> Budget:
+        """Work: per seed, 2 fine-tuning runs and len(bits) x 2 + 3 GPM-style runs, each n_tasks x epochs passes
+        over the task's training set (6 operations per weight and example), the GPM runs projecting every
+        layer's gradient on its basis at each step (4 d_out d_in^2) and taking SVDs of n_repr x d representations
+        after each task. Memory: the model with AdamW's moments, a batch's activations, the d_in x d_in projections
+        and bases of every layer, the stream's data."""
+        n_all, n_test_all, d_input = SEQUENCE_TASKS[self.source]
+        n_train = min(self.n_train or n_all, n_all)
+        n_test = min(self.n_test or n_test_all, n_test_all)
+        dims = [d_input, *self.hidden, 10]
+        weights = mlp_weights(dims, bias=False)
+        runs, projected = 2 * len(self.bits) + 5, 2 * len(self.bits) + 3
+        steps = self.n_tasks * self.epochs * -(-n_train // self.batch_size)
+        project = 4.0 * sum(o * i * i for i, o in zip(dims, dims[1:]))
+        svd = 4.0 * sum(self.n_repr * i * min(self.n_repr, i) for i in dims[:-1]) * self.n_tasks
+        evals = 2.0 * weights * n_test * self.n_tasks * self.n_tasks
+        work = self.n_seeds * (runs * (train_ops(weights, steps * self.batch_size, steps) + evals)
+                               + projected * (steps * project + svd))
+        memory = (train_bytes(weights, self.batch_size * sum(dims) * 2)
+                  + 4.0 * 4 * sum(i * i for i in dims[:-1]) + 4.0 * self.n_repr * max(dims)
+                  + 4.0 * self.n_tasks * (n_train + n_test) * d_input)
+        return Budget(memory, work, "qgpm's trainings: n_seeds x (2 bits + 5) runs of n_tasks x epochs x n_train "
+                      "examples through the hidden layers, gradients projected at every step",
+                      ("hidden", "epochs", "n_tasks", "n_seeds", "n_train", "bits", "n_repr", "batch_size"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import STEP_OPS, Budget, training
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.fields import Rate, Seeds, WeightDecay
 from lab.core.runtime import RuntimeConfig
@@ -113,3 +114,32 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("eval_lengths", self.eval_lengths,
                             f"a longest corridor of at least {LENGTH_FACTOR} x K x N = "
                             f"{LENGTH_FACTOR * self.train_max} (the claims test far beyond training)")
+
+    def run_budget(self) -> Budget:
+        """Work: 5 variants x n_seeds agents trained steps x batch_size trajectories of 3 to 3 K N (+ memory)
+        tokens through n_layers blocks of about 12 d_model^2 weights, then closed-loop tests: n_eval episodes of
+        every eval_length, each step a forward pass over each agent's context (3 K tokens; the long DT 3 K N), and
+        on MiniGrid-Memory the same at its episode lengths (about 2 minigrid_size steps). Memory: the oracle
+        trajectories, a batch's activations and attention scores, the test episodes' records."""
+        K, T, d = self.segment_length, self.train_max, self.d_model
+        weights = 12.0 * d * d * self.n_layers
+        tokens = 3 * (T + 2) / 2 + 2 * self.n_memory  # corridors of 2 to K N steps, uniformly
+        runs = len(VARIANTS) * self.n_seeds
+        memory, work = training(runs, self.steps, self.batch_size, tokens, weights, d, self.n_layers,
+                                attend=tokens / 2, heads=self.n_heads)
+        contexts = 9 * K + 3 * T + 4 * self.n_memory  # RATE twice and the short DT: 3 K; the long DT: 3 K N
+        tests = self.n_seeds * sum(self.eval_lengths) * (self.n_eval * 2.0 * weights * contexts + STEP_OPS / 2)
+        memory = max(memory, 4.0 * self.n_eval * (max(self.eval_lengths) * 8 + 3 * T * d * 16))
+        memory += 16.0 * T * T * self.n_train * 3
+        if "minigrid" in self.envs:
+            k, episode = self.minigrid_segment_length, 2 * self.minigrid_size
+            m_memory, m_work = training(runs, self.minigrid_steps, self.batch_size, 3 * episode + 2 * self.n_memory,
+                                        weights, d, self.n_layers, attend=3 * episode, heads=self.n_heads)
+            m_work += runs * self.minigrid_eval * episode * (2.0 * weights * 3 * (k + episode) + 1e6)
+            memory = max(memory, m_memory + 4.0 * self.minigrid_episodes * episode * 64)
+            work += m_work + self.n_seeds * self.minigrid_episodes * episode * 1e6
+        return Budget(memory, work + tests, "rate's agents: 5 variants x n_seeds trained steps x batch_size "
+                      "trajectories of 3 K N tokens, tested n_eval episodes on every eval_length",
+                      ("steps", "batch_size", "eval_lengths", "n_eval", "segment_length", "n_segments", "d_model",
+                       "n_layers", "n_seeds", "n_train"),
+                      memory_what="rate's test episodes: n_eval x the longest eval_length")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Annotated, ClassVar
 
 import numpy as np
 
+from lab.budget import STEP_OPS, Budget
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -110,3 +112,34 @@ class Config(RuntimeConfig, BaseConfig):
         if self.n_alpha == 1:
             return np.array([self.alpha_min])
         return np.round(np.linspace(self.alpha_min, self.alpha_max, self.n_alpha), 6)
+
+    def run_budget(self) -> Budget:
+        """Per equation (grid_1d points, or grid_2d^2 for Navier-Stokes): one FNO layer application costs per
+        sample the pointwise 2 width^2 and two FFTs (10 width log2 G) per point plus the spectral product
+        (8 width^2 per kept mode). Work: RecurrSim (seeds of it), the fixed-K, DEQ and two FNO models trained
+        iterations x batch_size samples at their depths (mean_depth, fixed_depth and deq_max_iter forward, grad_depth
+        backward), rollouts of n_test trajectories for rollout_steps frames at every K_eval, the solver's data
+        (twice the grid, ~50 substeps a frame). Memory: the trajectories (float64), a batch's complex activations
+        over grad_depth iterations."""
+        work, memory = 0.0, 0.0
+        for eq in self.equations:
+            two_d = eq == "navier_stokes"
+            G = self.grid_2d ** 2 if two_d else self.grid_1d
+            kept = 2 * self.modes_2d ** 2 if two_d else self.modes
+            w = self.width
+            layer = G * (2.0 * w * w + 10.0 * w * max(1.0, math.log2(G))) + 8.0 * w * w * kept
+            depths = (self.seeds * (self.mean_depth + 3 * self.grad_depth) + self.fixed_depth + 3 * self.grad_depth
+                      + self.deq_max_iter + 3 + 3 * 3 * 4)
+            work += self.iterations * (self.batch_size * layer * depths + STEP_OPS * (self.seeds + 4))
+            rollouts = (self.n_test + self.n_val) * self.rollout_steps * layer
+            work += rollouts * ((self.seeds + 1) * sum(self.K_eval) + 3 * 8 + self.deq_max_iter)
+            work += rollouts * self.timing_repeats
+            trajectories = self.n_train + self.n_test + self.n_val
+            work += trajectories * self.traj_steps * 50 * 4 * G * 40.0
+            memory = max(memory, 8.0 * trajectories * (self.traj_steps + 1) * G * 3
+                         + 4.0 * 4 * self.batch_size * G * w * (self.grad_depth + 2) * 4)
+        return Budget(memory, work, "recurrsim's trainings: per equation (seeds + 4) FNOs of iterations x "
+                      "batch_size samples at up to mean_depth, fixed_depth and deq_max_iter layer applications",
+                      ("iterations", "batch_size", "width", "grid_1d", "grid_2d", "mean_depth", "deq_max_iter",
+                       "n_train", "traj_steps", "seeds"),
+                      memory_what="recurrsim's trajectories and a batch's FNO activations over the grid")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, train_bytes, train_ops
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.fields import Layers, Rate, WeightDecay
 from lab.core.runtime import RuntimeConfig
@@ -92,3 +93,27 @@ class Config(RuntimeConfig, BaseConfig):
     def training_key(self, **extra) -> dict:
         """Everything that determines the trained weights, plus ``extra`` (a format version)."""
         return {**{n: getattr(self, n) for n in self.TRAINING_FIELDS}, **extra}
+
+    def run_budget(self) -> Budget:
+        """A Mamba-2 block holds about 6 d_model^2 + 4 d_model d_state weights (in_proj, out_proj) and its SSD
+        costs per token about 4 chunk_size x inner width plus 8 x inner width x d_state. Work: the language
+        model trained train_steps x batch_size x seq_len characters (6 operations per weight, 3 x the SSD), then
+        n_calib + n_eval sequences through 6 SSD variants x (1 + len(weight_bits)) weight widths, twice with and
+        without outliers, and the timed ops. Memory: the corpus (int64 tokens), a batch's activations and chunk
+        scores, the model with AdamW's moments."""
+        d, inner, L = self.d_model, self.d_inner, self.seq_len
+        block = 6.0 * d * d + 4.0 * d * self.d_state
+        weights = self.n_layers * block + 2 * 256 * d
+        ssd = self.n_layers * (4.0 * self.chunk_size * inner + 8.0 * inner * self.d_state)
+        tokens = self.train_steps * self.batch_size * L
+        work = train_ops(weights, tokens, self.train_steps) + 3 * ssd * tokens
+        evals = (self.n_calib + self.n_eval) * L * (2.0 * weights + ssd) * 6 * (1 + len(self.weight_bits)) * 2
+        work += evals + self.timing_repeats * 50 * self.n_eval * L * (2.0 * weights + ssd)
+        heads = inner // self.headdim
+        activations = self.batch_size * L * self.n_layers * (16.0 * inner + heads * self.chunk_size + 256)
+        memory = train_bytes(weights, activations) + 8.0 * 3 * self.n_train_chars
+        return Budget(memory, work, "ssdi8's language model: train_steps x batch_size x seq_len characters through "
+                      "n_layers Mamba-2 blocks, then the quantised variants", ("train_steps", "batch_size", "seq_len",
+                                                                                "d_model", "n_layers", "n_eval",
+                                                                                "n_calib", "n_train_chars"),
+                      memory_what="ssdi8's training batch: batch_size x seq_len activations over n_layers blocks")

@@ -6,6 +6,8 @@ import dataclasses
 import math
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget as RunBudget
+from lab.budget import train_bytes, train_ops
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 from lab.methods.ssm_inr.data import DATA, max_size
@@ -100,3 +102,20 @@ class Config(RuntimeConfig, BaseConfig):
                 raise bad_value("size", self.size, f"at most {max_size(name)} (the short side of {name!r})")
         if self.latent_channels < self.levels:
             raise bad_value("latent_channels", self.latent_channels, f"at least levels={self.levels}")
+
+    def run_budget(self) -> RunBudget:
+        """Work: every datum x seed fits all 10 variants and a reseeded LPNet-Conv at `budget` parameters, and the
+        first datum each rd_variant at every rd_budget, each fit `steps` optimiser steps on the whole datum (frames
+        x size^2 pixels; about 6 operations per parameter and pixel, SIREN's exact count, an upper bound for the
+        convolutional encoders). Memory: one fit's activations (pixels x about sqrt(budget) features per layer,
+        kept for the backward pass) and the model with AdamW's moments."""
+        pixels = [self.size ** 2 * (self.frames if name == "shapes_video" else 1) for name in self.data]
+        fits = len(VARIANTS) + 1
+        work = self.n_seeds * fits * sum(train_ops(self.budget, p * self.steps, self.steps) for p in pixels)
+        work += len(self.rd_variants) * sum(train_ops(b, pixels[0] * self.steps, self.steps) for b in self.rd_budgets)
+        largest = max(self.budget, *self.rd_budgets)
+        memory = train_bytes(largest, max(pixels) * 8 * math.sqrt(largest) + 3.0 * 8 * max(pixels))
+        return RunBudget(memory, work, "ssm_inr's fits: data x n_seeds x 11 variants and rd_variants x rd_budgets "
+                         "networks of about budget parameters, steps passes over frames x size^2 pixels",
+                         ("steps", "size", "frames", "budget", "rd_budgets", "n_seeds", "data", "rd_variants"),
+                      memory_what="ssm_inr's fit activations: frames x size^2 pixels x the network's features")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget, train_bytes, train_ops
 from lab.config import BaseConfig, Each, Range, bad_value
 from lab.core.fields import Rate, Seeds
 from lab.core.runtime import RuntimeConfig
@@ -70,3 +71,29 @@ class Config(RuntimeConfig, BaseConfig):
         if self.train_length * self.test_factors[-1] > MAX_LENGTH:
             raise bad_value("test_factors", self.test_factors,
                             f"factors with train_length x factor <= {MAX_LENGTH} (train_length={self.train_length})")
+
+    def run_budget(self) -> Budget:
+        """Memory: the hand-built checks at the longest word (check_words x check_length positions, about 400
+        bytes each: tokens, labels, one-hot inputs, float64 and float32 states of the counters, measured), or the
+        trained models' test words at the longest factor. Work: every construction in both precisions on every
+        check position (about 5000 operations' time each, measured: numpy passes over small state vectors), and
+        3 languages x 3 classes x n_seeds trainings of steps x batch_size x train_length tokens (each step about five
+        small steps' overhead: the scan's kernels; measured: quick takes ~200 s on two shared cores)."""
+        lengths = [10 ** k for k in range(1, 6) if 10 ** k < self.check_length] + [self.check_length]
+        positions = self.check_words * sum(lengths)
+        checks = Budget(400.0 * self.check_words * self.check_length, 7 * 2 * 5000.0 * positions,
+                        "ssm_ltl's hand-built checks: check_words words of up to check_length letters",
+                        ("check_length", "check_words"))
+        width = 2 * self.d_state + self.d_hidden + 4
+        weights = 2 * 4 * self.d_state + (2 * self.d_state + 4) * self.d_hidden + 2 * self.d_hidden
+        models = 9 * self.n_seeds
+        tokens = self.batch_size * self.train_length
+        longest = self.train_length * self.test_factors[-1]
+        memory = max(train_bytes(weights, 4 * width * tokens), 8.0 * width * self.n_test * longest * 2,
+                     16.0 * self.n_train * self.train_length)
+        work = models * (train_ops(weights, tokens * self.steps, 5 * self.steps)
+                         + 2.0 * weights * self.n_test * self.train_length * (1 + sum(self.test_factors)))
+        trained = Budget(memory, work, "ssm_ltl's trained models: 9 x n_seeds x steps x batch_size x train_length "
+                         "tokens", ("steps", "batch_size", "train_length", "n_seeds", "n_test", "test_factors",
+                                    "d_hidden", "d_state"))
+        return checks + trained

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 from lab.datasets.plasticity import BENCHMARKS, PATTERNS
@@ -96,3 +97,25 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("rule_horizon", self.rule_horizon, f"an integer below K_train = {self.K_train}")
         if self.horizon > self.T:
             raise bad_value("horizon", self.horizon, f"an integer at most T = {self.T}")
+
+    def run_budget(self) -> Budget:
+        """Per fit (each benchmark, and seeds - 1 more of the off-assumption one): simulating the training and test
+        sessions (T steps of an N x N network each, and for every design target n_random + 8 candidate schedules of
+        design_horizon sessions), the joint fit's ALS sweeps and L-BFGS iterations over K_train x T x N x rank
+        predictions (forward and backward, a few evaluations an iteration), the black-box GRU and the MLP law.
+        Memory: the recorded sessions and the joint fit's autograd graph over them (float64)."""
+        N, T, R = self.N, self.T, self.rank
+        fits = len(self.benchmarks) + (self.seeds - 1) * ("bcm_network" in self.benchmarks)
+        sessions = self.K_train + 2 * self.K_test * len(self.test_patterns)
+        simulate = sessions * T * 4.0 * N * N
+        design = self.n_targets * (self.n_random + 8) * self.design_horizon * T * 4.0 * N * N
+        fit = (3 * self.iterations + self.als_iterations) * self.K_train * T * 90.0 * N * R
+        windows = 4 * self.K_train * T * 2.0 * N * R * 10
+        gru = 3 * self.iterations * self.K_train * 18.0 * (self.gru_hidden ** 2 + self.gru_hidden * N * R)
+        mlp = self.mlp_iterations * self.K_train * 18.0 * self.mlp_hidden * (R + 4) * self.rule_horizon
+        work = fits * (simulate + fit + windows + gru + mlp) + len(self.benchmarks) * design
+        memory = 8.0 * sessions * T * N * 4 + 8.0 * self.K_train * T * N * (R + 2) * 12 + 8.0 * sessions * N * N * 4
+        return Budget(memory, work, "steer's joint fits: iterations x K_train x T x N x rank predictions per "
+                      "benchmark, and the simulated sessions", ("T", "K_train", "N", "iterations", "n_random",
+                                                               "n_targets", "K_test", "seeds", "rank"),
+                      memory_what="steer's recorded sessions and the joint fit's graph: K_train x T x N values")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import Budget, train_bytes, train_ops
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -73,3 +74,25 @@ class Config(RuntimeConfig, BaseConfig):
         if simulated and min(self.n_val, self.n_test) < 2:
             raise bad_value("n_val" if self.n_val < 2 else "n_test", min(self.n_val, self.n_test),
                             "an integer >= 2 for a simulated system")
+
+    def run_budget(self) -> Budget:
+        """Work: len(models) x len(lengths) x n_seeds x (len(burn_ins) + 1) trainings of steps x batch_size windows
+        of N samples (an LSTM of about 4 hidden^2 + 16 hidden weights, 6 operations per weight and sample, and
+        about 20 µs per time step of the sequential recurrence), evaluated on every window of the validation and
+        test records. Memory: the overlapping windows of the records ((samples / stride) x N floats, at the
+        longest N), a batch's activations."""
+        h = self.hidden
+        weights = 4 * h * h + 16 * h + 4
+        records = (self.n_train or 2000) + (self.n_val or 500) + (self.n_test or 500)
+        work, memory = 0.0, 0.0
+        for N in self.lengths:
+            runs = len(self.models) * self.n_seeds * (len(self.burn_ins) + 1)
+            tokens = self.steps * self.batch_size * N
+            evals = 2.0 * weights * records / self.stride * N
+            work += runs * (train_ops(weights, tokens, self.steps) + 2e5 * self.steps * N + evals)
+            windows = 4.0 * 4 * records / self.stride * N
+            memory = max(memory, windows * 2 + train_bytes(weights, 16.0 * self.batch_size * N * h))
+        return Budget(memory, work, "tbptt's trainings: models x lengths x n_seeds x (burn_ins + 1) runs of steps x "
+                      "batch_size windows of N samples", ("steps", "lengths", "batch_size", "n_train", "stride",
+                                                          "n_seeds", "burn_ins", "hidden", "models"),
+                      memory_what="tbptt's overlapping windows: (samples / stride) x the longest N")

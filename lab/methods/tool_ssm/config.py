@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import STEP_OPS, Budget, training
 from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -81,3 +82,31 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("claim_length", self.claim_length,
                             f"a test length at least {LENGTH_FACTOR} x train_max = {LENGTH_FACTOR * self.train_max} "
                             "(the claims are about problems 10 times longer than any seen in training)")
+
+    def run_budget(self) -> Budget:
+        """An episode of an n-digit problem takes about 9 n tokens (tool and cot; the closed loop may take 14 n).
+        Work: tasks x models x regimes x n_seeds trainings (the GRU and transformer in the tool regime alone when
+        baselines_tool_only) of steps x batch_size episodes of up to train_max digits through n_layers blocks of
+        about 12 d_model^2 + 4 d_model d_state weights, then closed-loop tests: n_test episodes of every test
+        length decoded token by token (a model step and the tool's Python per episode and token; the transformer
+        attends to its whole cache). Memory: the test episodes' token lists and the transformer's cache at the
+        longest test length, a training batch's activations."""
+        d = self.d_model
+        weights = self.n_layers * (12.0 * d * d + 4.0 * d * self.d_state)
+        per_task = sum(1 if self.baselines_tool_only and kind in ("gru", "transformer") else len(self.regimes)
+                       for kind in self.models)
+        runs = len(self.tasks) * per_task * self.n_seeds
+        tokens = 9 * (self.train_max + 1) / 2 + 4
+        memory, work = training(runs, self.steps, self.batch_size, tokens, weights, d, self.n_layers,
+                                attend=tokens / 2 * ("transformer" in self.models), heads=4)
+        longest = max(self.test_lengths)
+        for n in self.test_lengths:
+            decode = 14.0 * n
+            per_step = self.n_test * (2 * weights + 5e4 + 4.0 * 9 * n * d * self.n_layers) + STEP_OPS / 10
+            work += runs * decode * per_step
+        memory = max(memory, self.n_test * 23.0 * longest * (100 + 2 * 4 * d * self.n_layers))
+        return Budget(memory, work, "tool_ssm's closed-loop tests: n_test episodes of 14 x test_lengths decoded "
+                      "steps per model, and the trainings of steps x batch_size episodes",
+                      ("test_lengths", "n_test", "steps", "batch_size", "d_model", "n_layers", "n_seeds", "train_max",
+                       "d_state"),
+                      memory_what="tool_ssm's test episodes: n_test x 23 x the longest test length tokens")

@@ -6,6 +6,7 @@ import dataclasses
 import math
 from typing import Annotated, ClassVar, Literal
 
+from lab.budget import Budget, train_bytes, train_ops
 from lab.config import BaseConfig, Range, bad_value
 from lab.core.runtime import RuntimeConfig
 
@@ -85,3 +86,24 @@ class Config(RuntimeConfig, BaseConfig):
             raise bad_value("beta_last", self.beta_last, f"a number >= beta_first = {self.beta_first}")
         if self.far < self.close:
             raise bad_value("far", self.far, f"a distance >= close = {self.close:.4g}")
+
+    def run_budget(self) -> Budget:
+        """A trial runs stimulus + delay1 + cue + delay2 + diffusion_steps Euler steps of the rate RNN (hidden^2
+        recurrent and hidden x 2 n_locations input weights). Work: per seed the DDPM-trained RNN (ddpm_steps) and
+        the MSE-trained one (mse_steps) on batch_size fresh trials a step (6 operations per weight and time step,
+        about 20 µs per sequential time step), n_eval evaluation trials of 3 RNNs, and the swap-model fits (about
+        200 likelihood evaluations of the n_eval responses per subset and distance bin). Memory: the evaluation
+        trials' rates and inputs, a batch's activations over the trial, the model with AdamW's moments."""
+        h = self.hidden
+        T = self.stimulus + self.delay1 + self.cue + self.delay2 + self.diffusion_steps
+        weights = h * h + h * (2 * self.n_locations + 8) + 2 * h
+        steps = self.ddpm_steps + self.mse_steps
+        work = self.n_seeds * (train_ops(weights, steps * self.batch_size * T, steps) + 2e5 * steps * T
+                               + 3 * 2.0 * weights * self.n_eval * T + 4 * 9 * 200 * 30.0 * self.n_eval)
+        memory = (4.0 * self.n_eval * T * (h + 2 * self.n_locations + 8) * 3
+                  + train_bytes(weights, 8.0 * self.batch_size * T * h))
+        return Budget(memory, work, "vwm_rnn's trainings: n_seeds x (ddpm_steps + mse_steps) x batch_size trials of "
+                      "the hidden-unit RNN, and n_eval evaluation trials", ("ddpm_steps", "mse_steps", "batch_size",
+                                                                           "hidden", "n_eval", "n_seeds",
+                                                                           "diffusion_steps"),
+                      memory_what="vwm_rnn's evaluation trials: n_eval x trial steps x hidden rates")

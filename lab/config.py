@@ -32,6 +32,9 @@ from typing import Annotated, Any, ClassVar
 
 from lab.checks import Choices, ConfigError, Each, Range, bad_value
 
+if typing.TYPE_CHECKING:
+    from lab.budget import Budget
+
 __all__ = ["PROFILE_NAMES", "BaseConfig", "Choices", "ConfigError", "Each", "FieldSpec", "Range", "bad_value",
            "coerce", "describe_fields", "field_docs", "field_specs", "profile_values", "type_name"]
 
@@ -54,6 +57,13 @@ class BaseConfig:
 
     def validate(self) -> None:
         """Rules that tie several fields together (each field's own bounds are declared on it)."""
+
+    def run_budget(self) -> Budget:
+        """The memory and work the run needs, estimated from the fields (:class:`lab.budget.Budget`), which
+        :func:`lab.budget.check_budget` compares with the machine before any work. Every method states its own:
+        there is no default (a Config without one is refused by the check and fails tests/test_budget.py). Named
+        ``run_budget``, not ``budget``: a method may have a field called budget (ssm_inr's parameter budget)."""
+        raise NotImplementedError(f"{type(self).__module__}.{type(self).__qualname__} states no run_budget()")
 
     # ----------------------------------------------------------------------------------------------------------------
     @classmethod

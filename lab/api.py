@@ -79,9 +79,13 @@ def run(slug: str, profile: str = "quick", *, config: Any = None, progress: bool
 
 
 def check_machine(cfg) -> None:
-    """Refuse, before any work, a Config this machine cannot run (``device='cuda'`` where torch sees no GPU):
-    :class:`lab.checks.ConfigError`. Checked where the run happens, so a client without a GPU can still build the
-    Config of a GPU worker's sweep."""
+    """Refuse, before any work, a Config this machine cannot run (``device='cuda'`` where torch sees no GPU; a run
+    that needs more memory or work than this machine allows, :func:`lab.budget.check_budget`):
+    :class:`lab.checks.ConfigError`. Checked where the run happens, so a client without a GPU (or with less memory)
+    can still build the Config of a worker's sweep."""
+    from lab.budget import check_budget
+
+    check_budget(cfg)  # first: arithmetic on the fields, before torch loads
     if getattr(cfg, "device", None) is not None:
         from lab.core.runtime import resolve_device
 
@@ -89,13 +93,28 @@ def check_machine(cfg) -> None:
 
 
 def check(ds: xr.Dataset | str | os.PathLike, slug: str | None = None) -> ClaimsTable:
-    """Evaluate a method's claims on a results Dataset (or the path of a saved one), without re-running."""
+    """Evaluate a method's claims on a results Dataset (or the path of a saved one, its content digest verified by
+    :func:`lab.results.load`), without re-running.
+
+    Arguments:
+        slug: the method the Dataset must be a run of; None: the one its ``method`` attribute names.
+
+    Raises:
+        ConfigError: the Dataset names another method than ``slug``, or none at all; a file that changed after it
+            was written. UnknownMethodError: it names no registered method.
+    """
+    from lab.checks import bad_value
+
     if not isinstance(ds, xr.Dataset):
         ds = results.load(ds)
-    slug = slug or ds.attrs.get("method")
+    named = ds.attrs.get("method")
+    if slug is not None and named is not None and str(named) != slug:
+        raise bad_value("method", str(named), f"{slug!r}, the method this Dataset was checked as")
+    slug = slug or named
     if not slug:
-        raise ValueError("the Dataset has no 'method' attribute; pass slug=")
-    return ClaimsTable(evaluate(registry.get(slug).claim_list, ds))
+        raise bad_value("method", None, "the name of a registered method, in the Dataset's 'method' attribute "
+                                        "(a results file written by lab.run)")
+    return ClaimsTable(evaluate(registry.get(str(slug)).claim_list, ds))
 
 
 def config_of(ds: xr.Dataset):

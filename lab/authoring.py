@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, ClassVar
 
+from lab.budget import Budget
 from lab.config import BaseConfig, Each, Range
 
 
@@ -75,6 +76,12 @@ class Config(BaseConfig):
     @property
     def seeds(self) -> tuple[int, ...]:
         return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def run_budget(self) -> Budget:
+        """Memory: the largest sample size's draws (float64). Work: drawing and averaging every sample size on
+        every seed (about 20 operations a sample). Replace it with the method's own estimate."""
+        return Budget(8.0 * 4 * max(self.samples), 20.0 * sum(self.samples) * self.n_seeds,
+                      "{slug}'s samples: n_seeds x samples draws", ("samples", "n_seeds"))
 '''
 
 _MODEL = '''"""{slug}'s model: the placeholder estimator (replace it with the paper's model, readable on its own)."""

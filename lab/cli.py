@@ -28,20 +28,14 @@ def _setup() -> None:
     setup_process()
 
 
-def _parse_params(params: tuple[str, ...], option: str = "-p") -> dict[str, str]:
-    """``FIELD=VALUE`` items as a dict; a malformed or repeated item is bad input, labelled as typed (-p, -g)."""
-    example = "-p N=512, lists as -p m0s=0.2,0.5" if option == "-p" else "-g N=64,128"
-    out: dict[str, str] = {}
-    for item in params:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            _bad_input(f"{option} {item!r} is not allowed; allowed: FIELD=VALUE (e.g. {example})")
-        if key in out:
-            _bad_input(f"{option} {key}={value.strip()} is not allowed: {option} {key}={out[key]} was given "
-                       f"before; allowed: each field once")
-        out[key] = value.strip()
-    return out
+def _parse_params(params: tuple[str, ...]) -> dict[str, str]:
+    from lab.checks import ConfigError
+    from lab.inputs import parse_params
+
+    try:
+        return parse_params(params)
+    except ConfigError as exc:
+        _bad_input(str(exc))
 
 
 def _check_out(path: str, label: str = "--out") -> None:
@@ -148,18 +142,51 @@ def run(slug: str, profile: str, params: tuple[str, ...], out: str, fields: bool
 
 @cli.command()
 @click.argument("path", type=click.Path(dir_okay=False))
-def check(path: str) -> None:
-    """Re-check the claims of a saved results NetCDF without re-running."""
-    from lab import api
+@click.option("--method", "slug", default=None, metavar="SLUG",
+              help="The method the file must be a run of (exit 2 when it names another).")
+def check(path: str, slug: str | None) -> None:
+    """Re-check the claims of a saved results NetCDF without re-running; its content digest is verified first
+    (exit 2 when the file changed after it was written)."""
+    from lab import api, registry
+    from lab.config import ConfigError
 
+    if slug is not None and slug not in registry.slugs():
+        _bad_input(f"--method={slug!r} is not allowed; allowed: one of {', '.join(registry.slugs())}")
     if not Path(path).exists():
         _bad_input(f"no results file at {path}")
     try:
-        table = api.check(path)
+        table = api.check(path, slug)
+    except ConfigError as exc:
+        _bad_input(f"{path}: {' '.join(str(exc).split())}")
     except (OSError, ValueError) as exc:
-        _bad_input(f"{path} is not a lab results file: {exc}")
+        _bad_input(f"{path} is not a lab results file: {' '.join(str(exc).split())}")
     click.echo(table.to_text())
     sys.exit(EXIT_OK if table.all_passed else EXIT_CLAIM_FAILED)
+
+
+TLS_OPTIONS = ("--tls-ca-file", "--tls-cert", "--tls-key")
+
+
+def _tls_options(command):
+    """The options of a --scheduler on TLS, with Dask's own names: the CA file, this client's certificate and its key
+    (the command takes them as ``tls_ca_file``, ``tls_cert``, ``tls_key``)."""
+    helps = ("The CA certificate (PEM) that signed the cluster's certificates (with --scheduler tls://...).",
+             "This client's certificate (PEM), signed by that CA.",
+             "This client's private key (PEM), unless --tls-cert holds it.")
+    for name, help_ in reversed(list(zip(TLS_OPTIONS, helps))):
+        command = click.option(name, default=None, metavar="FILE", help=help_)(command)
+    return command
+
+
+def _tls_security(ca_file: str | None, cert: str | None, key: str | None):
+    """Dask's Security from the --tls-* options (None without them); exit 2 naming the option that is wrong."""
+    from lab.config import ConfigError
+    from lab.report.execute import tls_security
+
+    try:
+        return tls_security(ca_file, cert, key, names=TLS_OPTIONS)
+    except ConfigError as exc:
+        _bad_input(str(exc))
 
 
 @cli.command()
@@ -168,10 +195,12 @@ def check(path: str) -> None:
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Notebooks executed at once, each in its own process (local runs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Dask scheduler address (tcp://host:8786): execute the notebooks on its workers, one per task.")
+              help="Dask scheduler address (tls://host:8786): execute the notebooks on its workers, one per task.")
+@_tls_options
 @click.option("--force", is_flag=True, help="Rerun every notebook, also those unchanged since their last good run.")
 @click.option("--out", type=click.Path(file_okay=False), default="reports", show_default=True)
-def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | None, force: bool, out: str) -> None:
+def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | None, tls_ca_file: str | None,
+           tls_cert: str | None, tls_key: str | None, force: bool, out: str) -> None:
     """Execute the notebooks with Papermill and write reports/<profile>/index.html with every claims table.
 
     A method whose notebook, code and profile are unchanged since its last good run is reused, not rerun (--force
@@ -189,9 +218,10 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | Non
         if slug not in registry.slugs():
             _bad_input(f"unknown method {slug!r}; allowed: one of the known methods: {', '.join(registry.slugs())}")
     _check_out(out)
+    security = _tls_security(tls_ca_file, tls_cert, tls_key)
     try:
         summary = build_report(list(slugs) or None, profile=profile, jobs=jobs, out=Path(out), scheduler=scheduler,
-                               force=force)
+                               force=force, security=security)
     except ConfigError as exc:  # no scheduler at --scheduler (nothing was written)
         _bad_input(f"--scheduler: {exc}")
     click.echo(summary.to_text())
@@ -202,11 +232,22 @@ def report(slugs: tuple[str, ...], profile: str, jobs: int, scheduler: str | Non
 @cli.command()
 @click.argument("names", nargs=-1)
 @click.option("--port", default=5006, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--address", default="127.0.0.1", show_default=True, help="Interface to bind (localhost by default).")
+@click.option("--address", default="127.0.0.1", show_default=True, help="Interface to bind; beyond localhost "
+              "only with a login (--basic-auth, $LAB_SERVE_PASSWORD or Panel's $PANEL_OAUTH_* variables).")
+@click.option("--basic-auth", metavar="PASSWORD|FILE", help="A password (8+ characters, any user name) or a JSON "
+              "file of users and passwords; default: $LAB_SERVE_PASSWORD.")
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="HOST:PORT",
+              help="A host the browser may name besides the bound address and localhost (repeatable).")
+@click.option("--allow-full", is_flag=True, help="Let the pages prepare the full profile (long trainings).")
+@click.option("--max-jobs", default=4, show_default=True, type=click.IntRange(1, 64),
+              help="Preparations waiting or running at once, all pages together.")
 @click.option("--show/--no-show", default=False, help="Open a browser tab.")
 @click.option("--list", "list_only", is_flag=True, help="List the dashboards, one line each, and exit.")
-def serve(names: tuple[str, ...], port: int, address: str, show: bool, list_only: bool) -> None:
-    """Serve the Panel dashboards (all, or NAMES) with an index page; --list says what each one shows."""
+def serve(names: tuple[str, ...], port: int, address: str, basic_auth: str | None, allow_origins: tuple[str, ...],
+          allow_full: bool, max_jobs: int, show: bool, list_only: bool) -> None:
+    """Serve the Panel dashboards (all, or NAMES) with an index page; --list says what each one shows. Beyond
+    localhost a login is required; requests naming a host other than the bound address, localhost and
+    --allow-origin are refused."""
     from dashboards import APPS, describe_dashboards
 
     if list_only:
@@ -215,93 +256,19 @@ def serve(names: tuple[str, ...], port: int, address: str, show: bool, list_only
         for d in infos:
             click.echo(f"{d.name:<{width}}  {d.description} [{', '.join(d.slugs)}]")
         return
-    from dashboards import serve_apps
+    from dashboards import security, serve_apps
+    from lab.config import ConfigError
 
     for name in names:
         if name not in APPS:
-            _bad_input(f"unknown dashboard {name!r}; allowed: one of the known dashboards: {', '.join(APPS)}")
-    serve_apps(list(names) or list(APPS), port=port, address=address, show=show)
-
-
-SEEDS_ALLOWED = "seeds as 0-9, 0,3,7 or 0-2,5 (non-negative integers, ranges low-high)"
-
-#: the most points (grid points times seeds) one ``lab sweep`` may ask for; each point is a whole run
-MAX_SWEEP_POINTS = 10_000
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-9"``, ``"0,3,7"`` or ``"0-2,5"`` as a list of distinct seeds, at most :data:`MAX_SWEEP_POINTS` of them
-    (counted before a range is expanded); ConfigError names the bad part."""
-    from lab.checks import bad_value
-
-    ranges: list[range] = []
-    for part in (p.strip() for p in text.split(",")):
-        lo, sep, hi = part.partition("-")
-        try:
-            values = range(int(lo), int(hi) + 1) if sep else range(int(part), int(part) + 1)
-        except ValueError:
-            raise bad_value("--seeds", text, SEEDS_ALLOWED) from None
-        if not values or values.start < 0:
-            raise bad_value("--seeds", text, SEEDS_ALLOWED)
-        ranges.append(values)
-    count = sum(len(r) for r in ranges)
-    if count > MAX_SWEEP_POINTS:
-        raise bad_value("--seeds", text, f"at most {MAX_SWEEP_POINTS} seeds (this is {count})")
-    seeds = [s for r in ranges for s in r]
-    if len(set(seeds)) != len(seeds):
-        raise bad_value("--seeds", text, "each seed once (ranges that do not overlap)")
-    return seeds
-
-
-def _parse_grid(grid: tuple[str, ...], method, slug: str) -> dict[str, list[str]]:
-    """``-g FIELD=V1,V2`` items as ``{field: [values]}``: a known field, at least one value, no value twice."""
-    from lab.config import describe_fields
-
-    axes: dict[str, list[str]] = {}
-    allowed = [f["name"] for f in describe_fields(method.config)]
-    for key, text in _parse_params(grid, "-g").items():
-        if key not in allowed:
-            _bad_input(f"-g {key}={text} is not allowed: {slug} has no parameter {key!r}; allowed: "
-                       + ", ".join(allowed))
-        values = [v.strip() for v in text.split(",")]
-        if not text or any(v == "" for v in values):
-            _bad_input(f"-g {key}={text!r} is not allowed; allowed: one or more comma-separated values "
-                       f"(e.g. -g {key}=V1,V2)")
-        twice = sorted({v for v in values if values.count(v) > 1})
-        if twice:
-            _bad_input(f"-g {key}={text} is not allowed: {', '.join(twice)} given twice; allowed: each value once")
-        axes[key] = values
-    return axes
-
-
-def _check_sweep_points(method, profile: str, axes: dict[str, list[str]], fixed: dict[str, str],
-                        seeds: list[int] | None) -> None:
-    """Every point of the sweep valid before any runs, each error labelled with the option that set the value."""
-    import math
-
-    from lab.config import ConfigError
-    from lab.sweep import grid_points
-
-    count = math.prod(len(v) for v in axes.values()) * (len(seeds) if seeds else 1)
-    if count > MAX_SWEEP_POINTS:
-        shown = " ".join(f"-g {k}={','.join(v)}" for k, v in axes.items())
-        _bad_input(f"{shown} is not allowed: {count} points; allowed: at most {MAX_SWEEP_POINTS} points "
-                   f"(grid values times seeds)")
-    try:
-        method.make_config(profile, **fixed)
+            _bad_input(f"unknown dashboard {name!r}; known dashboards: {', '.join(APPS)}")
+    try:  # every refusal before anything is bound
+        security.check_exposure(address, security.credentials(basic_auth))
+        security.allowed_hosts(address, port, allow_origins)
     except ConfigError as exc:
-        _bad_input(f"-p {exc}")
-    for key, values in axes.items():
-        for value in values:
-            try:
-                method.make_config(profile, **{**fixed, key: value})
-            except ConfigError as exc:
-                _bad_input(f"-g {exc}")
-    for point in grid_points(axes):
-        try:
-            method.make_config(profile, **{**fixed, **point})
-        except ConfigError as exc:
-            _bad_input(f"-g {exc}")
+        _bad_input(str(exc))
+    serve_apps(list(names) or list(APPS), port=port, address=address, show=show, basic_auth=basic_auth,
+               allow_origins=allow_origins, allow_full=allow_full, max_jobs=max_jobs)
 
 
 @cli.command()
@@ -310,7 +277,9 @@ def _check_sweep_points(method, profile: str, axes: dict[str, list[str]], fixed:
 @click.option("-g", "grid", multiple=True, metavar="FIELD=V1,V2", help="A swept field and its values (repeatable).")
 @click.option("-p", "params", multiple=True, metavar="FIELD=VALUE", help="A fixed override (repeatable).")
 @click.option("--seeds", default=None, metavar="0-9", help="Run every point over these seeds (0-9, 0,3,7).")
-@click.option("--scheduler", default=None, help="Dask scheduler address; default: a local cluster.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler address (tls://host:8786); default: a local cluster.")
+@_tls_options
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes of the local cluster.")
 @click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 100),
@@ -318,7 +287,8 @@ def _check_sweep_points(method, profile: str, axes: dict[str, list[str]], fixed:
 @click.option("--force", is_flag=True, help="Recompute points already on disk.")
 @click.option("--out", type=click.Path(file_okay=False), default="results/sweep", show_default=True)
 def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...], seeds: str | None,
-          scheduler: str | None, workers: int, retries: int, force: bool, out: str) -> None:
+          scheduler: str | None, tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None, workers: int,
+          retries: int, force: bool, out: str) -> None:
     """Run SLUG over a grid of Config values and seeds on Dask (a local cluster, or --scheduler for a real one).
 
     Finished points are kept under OUT/SLUG/ (one file per resolved config) and skipped by a rerun; a failed point
@@ -335,25 +305,17 @@ def sweep(slug: str, profile: str, grid: tuple[str, ...], params: tuple[str, ...
         method = registry.get(slug)
     except registry.UnknownMethodError as exc:
         _bad_input(str(exc))
-    if not grid and seeds is None:
-        _bad_input("-g and --seeds are both missing; allowed: at least one -g FIELD=V1,V2 or --seeds 0-9")
-    axes = _parse_grid(grid, method, slug)
-    fixed = _parse_params(params)
-    twice = sorted(set(axes) & set(fixed))
-    if twice:
-        _bad_input(f"-p {twice[0]}={fixed[twice[0]]} is not allowed: {twice[0]} is also swept by -g; allowed: "
-                   f"a field either fixed (-p) or swept (-g)")
+    from lab.inputs import sweep_inputs
+
     try:
-        seed_list = parse_seeds(seeds) if seeds is not None else None
+        axes, fixed, seed_list = sweep_inputs(method, profile, grid, params, seeds)
     except ConfigError as exc:
         _bad_input(str(exc))
-    if seed_list is not None and "seed" in axes:
-        _bad_input(f"--seeds {seeds} is not allowed: -g seed=... sweeps the seed too; allowed: one of them")
-    _check_sweep_points(method, profile, axes, fixed, seed_list)
     _check_out(out)
+    security = _tls_security(tls_ca_file, tls_cert, tls_key)
     try:
         res = run_sweep(slug, axes, seeds=seed_list, profile=profile, base=fixed, scheduler=scheduler,
-                        workers=workers, out=out, force=force, retries=retries)
+                        security=security, workers=workers, out=out, force=force, retries=retries)
     except ConfigError as exc:
         _bad_input(str(exc))
     summary = res.summary()

@@ -258,8 +258,12 @@ def coerce(cls: type, name: str, value: Any) -> Any:
     tp = field_type(cls, name)
     try:
         return _coerce(tp, value)
-    except (TypeError, ValueError) as exc:
-        raise bad_value(name, value, f"{type_name(tp)} ({exc})") from None
+    except (TypeError, ValueError):
+        spec = field_specs(cls)[name]
+        allowed = (spec.allowed() or "true or false") if spec.bounded else type_name(tp)
+        if spec.is_tuple and spec.bounded:
+            allowed = f"{type_name(tp)}; {allowed}"
+        raise bad_value(name, value, allowed) from None
 
 
 def type_name(tp: Any) -> str:

@@ -12,8 +12,9 @@ import xarray as xr
 from click.testing import CliRunner
 
 from lab import registry
-from lab.cli import cli, parse_seeds
+from lab.cli import cli
 from lab.config import ConfigError
+from lab.inputs import parse_seeds
 from lab.sweep import FAULT_ENV, grid_points, sweep
 
 BASE = {"trials": 2}  # DAM's ci profile with fewer trials: a point takes about a second

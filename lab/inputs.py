@@ -8,13 +8,11 @@ import math
 from typing import Any
 
 from lab.checks import ConfigError, bad_value
+from lab.sweep import MAX_SWEEP_POINTS
 
 __all__ = ["MAX_SWEEP_POINTS", "SEEDS_ALLOWED", "parse_grid", "parse_params", "parse_seeds", "sweep_inputs"]
 
 SEEDS_ALLOWED = "seeds as 0-9, 0,3,7 or 0-2,5 (non-negative integers, ranges low-high)"
-
-#: the most points (grid points times seeds) one ``lab sweep`` may ask for; each point is a whole run
-MAX_SWEEP_POINTS = 10_000
 
 
 def parse_params(params: tuple[str, ...], option: str = "-p") -> dict[str, str]:

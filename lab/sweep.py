@@ -31,6 +31,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import signal
 import time
@@ -45,12 +46,15 @@ import xarray as xr
 
 from lab import registry
 
-__all__ = ["FAULT_ENV", "SweepResult", "grid_points", "point_key", "sweep"]
+__all__ = ["FAULT_ENV", "MAX_SWEEP_POINTS", "SweepResult", "grid_points", "point_key", "sweep"]
 
 #: fault injection, for the fault tests: ``kill-once:PATH``: the first point to start creates PATH and kills its own
 #: worker with SIGKILL (later points, and the retried one, find the file and run normally); ``raise-seed:N``: the
 #: points with seed N raise RuntimeError
 FAULT_ENV = "LAB_SWEEP_FAULT"
+
+#: the most points (grid points times seeds) one sweep may ask for; each point is a whole run
+MAX_SWEEP_POINTS = 10_000
 
 
 def _lab_version() -> str:
@@ -155,6 +159,8 @@ def _check_seeds(method, grid: Mapping[str, Sequence[Any]], seeds: Iterable[int]
 
     if seeds is None:
         return None
+    if hasattr(seeds, "__len__") and len(seeds) > MAX_SWEEP_POINTS:  # a range is counted, not expanded
+        raise bad_value("seeds", seeds, f"at most {MAX_SWEEP_POINTS} seeds")
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise bad_value("seeds", seeds, "at least one seed")
@@ -223,6 +229,8 @@ def sweep(
 
     from lab import results
     from lab.api import check
+    from lab.budget import check_budget
+    from lab.checks import bad_value
     from lab.config import coerce
     from lab.report.execute import connect
 
@@ -237,10 +245,15 @@ def sweep(
         full_grid["seed"] = seed_list
     if not full_grid:
         raise ValueError("grid={} is empty and no seeds given; give at least one swept field or seeds")
+    count = math.prod(len(v) for v in full_grid.values())
+    if count > MAX_SWEEP_POINTS:
+        raise bad_value("grid", dict(grid), f"at most {MAX_SWEEP_POINTS} points (grid values times seeds: {count})")
     points = grid_points(full_grid)
     if not points:
         raise ValueError(f"grid={dict(grid)!r} is empty; give at least one value per field")
     configs = [method.make_config(profile, **base, **p) for p in points]  # validate every point first
+    for cfg in configs:
+        check_budget(cfg)  # each point within the machine's memory and work, before any runs
     folder = Path(out) / slug if out is not None else None
     paths = [folder / f"{point_key(slug, cfg)}.nc" if folder is not None else None for cfg in configs]
 

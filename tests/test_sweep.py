@@ -176,3 +176,13 @@ def test_a_point_file_copied_over_another_seeds_is_detected_and_recomputed(tmp_p
     _same_data(res.data, undisturbed.data)
     pd.testing.assert_frame_equal(res.summary(), undisturbed.summary())
     assert sweep("dam", {}, **kw).skipped == 3  # the recomputed file is the point's now
+
+
+def test_the_sweep_api_bounds_its_points_and_their_budgets_before_any_run(tmp_path):
+    with pytest.raises(ConfigError, match="seeds=range.* is not allowed; allowed: at most 10000 seeds"):
+        sweep("dam", {}, seeds=range(10**8), profile="ci", out=tmp_path)
+    with pytest.raises(ConfigError, match=r"grid=.* is not allowed; allowed: at most 10000 points .*20000"):
+        sweep("dam", {"N": [64, 128]}, seeds=range(10_000), profile="ci", out=tmp_path)
+    with pytest.raises(ConfigError, match="trials=10000, steps=10000 is not allowed: the run needs"):
+        sweep("dam", {"trials": [10_000]}, base={"steps": 10_000}, profile="ci", out=tmp_path)
+    assert list(tmp_path.iterdir()) == []

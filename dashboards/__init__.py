@@ -1,11 +1,11 @@
 """Panel dashboards, thin over ``lab``: each composes one or more method panels (:mod:`dashboards.panels`).
 
-``lab serve`` serves them all (or some) on localhost with the lab's index page (:mod:`dashboards.index`). Every
-module ``dashboards/<name>.py`` that declares ``METHOD`` is an app: ``METHOD`` is the slug it shows (or a tuple of
-slugs, its own first), ``TITLE`` its page title, ``DESCRIPTION`` one line for ``lab serve --list`` and the index, and
-``Dashboard`` its class (a :class:`~dashboards.panels.MethodPanel` or a :class:`~dashboards.panels.MethodDashboard`).
-The declarations are read without importing the apps (:func:`describe_dashboards`); an app's module is imported only
-when it is served.
+``lab serve`` serves them all (or some) on localhost with the lab's index page (:mod:`dashboards.index`); beyond
+localhost only with a login (:mod:`dashboards.security`). Every module ``dashboards/<name>.py`` that declares
+``METHOD`` is an app: ``METHOD`` is the slug it shows (or a tuple of slugs, its own first), ``TITLE`` its page title,
+``DESCRIPTION`` one line for ``lab serve --list`` and the index, and ``Dashboard`` its class (a
+:class:`~dashboards.panels.MethodPanel` or a :class:`~dashboards.panels.MethodDashboard`). The declarations are read
+without importing the apps (:func:`describe_dashboards`); an app's module is imported only when it is served.
 """
 
 from __future__ import annotations
@@ -108,28 +108,42 @@ def quiet_closed_pages() -> None:
 
 
 def serve_apps(names: Sequence[str], *, port: int = 5006, address: str = "127.0.0.1", show: bool = False,
-               threaded: bool = False, start: bool = True):
+               threaded: bool = False, start: bool = True, basic_auth: str | None = None,
+               allow_origins: Sequence[str] = (), allow_full: bool = False, max_jobs: int | None = None):
     """Serve the named apps with the lab's index page (:mod:`dashboards.index`) listing them at ``/``; blocks until
-    stopped unless ``threaded``."""
-    import panel as pn
+    stopped unless ``threaded``.
 
+    Safe to expose (:mod:`dashboards.security`): an address beyond loopback needs credentials (``basic_auth``, a
+    password or a JSON file of users and passwords, else ``$LAB_SERVE_PASSWORD``, else Panel's OAuth from
+    ``$PANEL_OAUTH_PROVIDER``; ``ConfigError`` without), a request naming a host other than the bound address, the
+    localhost forms and ``allow_origins`` (``HOST:PORT``) is answered 403, and the pages' work is bounded
+    (:data:`dashboards.preparation.LIMITS`: ``max_jobs`` preparations waiting or running at once, the ``full``
+    profile only with ``allow_full``)."""
+    from dashboards import security
     from dashboards.index import index_patterns
+    from dashboards.preparation import configure
     from lab import setup_process
 
-    setup_process()
-    quiet_closed_pages()
     unknown = [n for n in names if n not in APPS]
     if unknown:
         raise ValueError(f"unknown dashboard(s) {', '.join(unknown)}; known dashboards: {', '.join(APPS)}")
+    creds = security.credentials(basic_auth)
+    security.check_exposure(address, creds)
+    security.allowed_hosts(address, port, allow_origins)  # refuses a malformed --allow-origin before serving
+    configure(max_jobs=max_jobs, allow_full=allow_full)
+    setup_process()
+    quiet_closed_pages()
     titles = {name: str(decl.get("TITLE", name)) for name, decl in _apps().items()}
-    return pn.serve(
+    login = {} if creds is None else creds.serve_kwargs()
+    return security.serve_guarded(
         {name: app_factory(name) for name in names},
-        port=port,
         address=address,
-        websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
+        port=port,
+        extra_hosts=allow_origins,
         show=show,
         title={n: titles[n] for n in names},
         extra_patterns=index_patterns(names),
         threaded=threaded,
         start=start,
+        **login,
     )

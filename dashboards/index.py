@@ -1,6 +1,6 @@
 """The index page of ``lab serve``: one card per served dashboard with its title, its one-line description, the
 methods it shows and a thumbnail; served by the lab itself (two Tornado handlers), nothing fetched from another
-host.
+host. Both handlers ask for the server's login like Bokeh's own pages do (when the server has one).
 
 A dashboard's thumbnail is its first method's headline figure from the last quick report
 (``reports/quick/<slug>.headline.png``, shrunk), the next method's when the first has none, else a plain placeholder
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from tornado.web import HTTPError, RequestHandler
+from bokeh.server.views.auth_request_handler import AuthRequestHandler
+from tornado.web import HTTPError, authenticated
 
 __all__ = ["THUMB_SIZE", "index_html", "index_patterns", "placeholder_svg", "report_dirs", "thumbnail"]
 
@@ -128,19 +129,21 @@ def _cards(names: Sequence[str]) -> list[dict]:
              "slugs": infos[n].slugs, "methods": [(s, titles.get(s, "")) for s in infos[n].slugs]} for n in names]
 
 
-class _IndexHandler(RequestHandler):
+class _IndexHandler(AuthRequestHandler):
     def initialize(self, page: str) -> None:
         self.page = page
 
+    @authenticated
     def get(self) -> None:
         self.set_header("Content-Type", "text/html; charset=UTF-8")
         self.write(self.page)
 
 
-class _ThumbnailHandler(RequestHandler):
+class _ThumbnailHandler(AuthRequestHandler):
     def initialize(self, cards: dict[str, dict], dirs: Sequence[Path] | None) -> None:
         self.cards, self.dirs = cards, dirs
 
+    @authenticated
     def get(self, name: str) -> None:
         card = self.cards.get(name)
         if card is None:

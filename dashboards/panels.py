@@ -38,7 +38,7 @@ import panel as pn
 import param
 
 import lab
-from dashboards.preparation import Preparation, PreparationSpec, preparation
+from dashboards.preparation import LIMITS, ON_CONFIGURE, Preparation, PreparationSpec, preparation
 from lab.config import field_specs
 
 __all__ = ["PROFILES", "PROFILE_ENV", "MethodDashboard", "MethodPanel", "field_param", "page", "preparation",
@@ -53,11 +53,18 @@ HEADER_STYLE = {"background": "#1f5fa8", "color": "white", "padding": "4px 16px"
 
 
 def profile_from_env() -> str:
-    """The dashboards' profile: ``$LAB_DASHBOARD_PROFILE`` (``quick`` when unset)."""
+    """The dashboards' profile: ``$LAB_DASHBOARD_PROFILE`` (``quick`` when unset; ``full`` only on a server started
+    with ``--allow-full``)."""
     value = os.environ.get(PROFILE_ENV, "quick")
-    if value not in PROFILES:
-        raise ValueError(f"{PROFILE_ENV}={value!r} is not allowed; allowed: {', '.join(PROFILES)}")
+    allowed = LIMITS.profiles()
+    if value not in allowed:
+        raise ValueError(f"{PROFILE_ENV}={value!r} is not allowed; allowed: {', '.join(allowed)}")
     return value
+
+
+def _checked_profile(params: dict) -> dict:
+    """``params`` with its profile (default :func:`profile_from_env`)."""
+    return {**params, "profile": params.get("profile") or profile_from_env()}
 
 
 def _profile_param() -> param.Selector:
@@ -167,6 +174,20 @@ def _served() -> bool:
     return pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
 
 
+def _check_seeds(name: str, namespace: dict, trained: set[str]) -> None:
+    """A seed widget (an integer parameter named ``*seed*``) has finite non-negative bounds, and one a preparation
+    depends on spans at most ``LIMITS.max_seeds`` + 1 values: what one page can ask the server to train is bounded."""
+    for key, p in namespace.items():
+        if not (isinstance(p, param.Integer) and "seed" in key.lower()):
+            continue
+        lo, hi = p.bounds or (None, None)
+        if lo is None or hi is None or lo < 0:
+            raise TypeError(f"{name}: seed parameter {key} needs finite non-negative bounds (it has {p.bounds})")
+        if key in trained and hi - lo > LIMITS.max_seeds:
+            raise TypeError(f"{name}: seed parameter {key} spans {hi - lo + 1} values; a preparation's seeds span "
+                            f"at most {LIMITS.max_seeds + 1}")
+
+
 class _PanelType(type(pn.viewable.Viewer)):
     """Turns each :func:`preparation` declared in a panel class into a hidden counter parameter of the same name
     (bumped when it finishes; views depend on it) and collects the declarations in ``preparation_specs``."""
@@ -183,6 +204,7 @@ class _PanelType(type(pn.viewable.Viewer)):
         clash = sorted(k for k, v in namespace.items() if isinstance(v, param.Parameter) and k in reserved)
         if clash:
             raise TypeError(f"{name}: parameter(s) {', '.join(clash)} would hide MethodPanel's own attributes")
+        _check_seeds(name, namespace, {p for spec in namespace["preparation_specs"].values() for p in spec.on})
         return super().__new__(mcs, name, bases, namespace, **kwargs)
 
 
@@ -205,8 +227,7 @@ class MethodPanel(pn.viewable.Viewer, metaclass=_PanelType):
     profile = _profile_param()
 
     def __init__(self, **params):
-        params.setdefault("profile", profile_from_env())
-        super().__init__(**params)
+        super().__init__(**_checked_profile(params))
         self.preparations: dict[str, Preparation] = {n: Preparation(self, s) for n, s in
                                                      self.preparation_specs.items()}
         for prep in self.preparations.values():
@@ -214,8 +235,18 @@ class MethodPanel(pn.viewable.Viewer, metaclass=_PanelType):
         if self.preparations:
             if _served():
                 pn.state.onload(self.start_preparations)  # show the page first, then prepare
+                pn.state.on_session_destroyed(self._page_closed)
             else:
                 self.start_preparations()
+
+    def _page_closed(self, session_context) -> None:  # Bokeh calls it with this argument name
+        self.cancel_preparations()
+
+    def cancel_preparations(self) -> None:
+        """Cancel every preparation's job (the page closed): a waiting one never runs, a running one stops at its
+        next progress report."""
+        for prep in self.preparations.values():
+            prep.cancel()
 
     def start_preparations(self) -> None:
         """Start every preparation the current settings need."""
@@ -256,8 +287,9 @@ class MethodPanel(pn.viewable.Viewer, metaclass=_PanelType):
         return [self.intro_pane(), self.widgets(shown, **options)] if shown else [self.intro_pane()]
 
     def statuses(self) -> list:
-        """Each preparation's status line and progress bar."""
-        return [w for prep in self.preparations.values() for w in (prep.status, prep.progress)]
+        """Each preparation's status line, and its progress bar with its Cancel button."""
+        return [w for prep in self.preparations.values()
+                for w in (prep.status, pn.Row(prep.progress, prep.cancel_button, margin=0))]
 
     def main(self) -> list:
         """The views, top to bottom."""
@@ -278,8 +310,7 @@ class MethodDashboard(pn.viewable.Viewer):
     profile = _profile_param()
 
     def __init__(self, **params):
-        params.setdefault("profile", profile_from_env())
-        super().__init__(**params)
+        super().__init__(**_checked_profile(params))
         #: the panels by method slug
         self.panels: dict[str, MethodPanel] = {cls.method: cls(profile=self.profile) for cls in self.panel_types}
 
@@ -306,3 +337,13 @@ class MethodDashboard(pn.viewable.Viewer):
             for i, (title, column) in enumerate(sections):
                 main += [*([pn.layout.Divider()] if i else []), pn.pane.Markdown(f"### {title}"), column]
         return page(self.title, sidebar=sidebar, main=main)
+
+
+def _offer_profiles(limits) -> None:
+    """The profile widgets of every panel and dashboard offer the profiles the server allows (``full`` only with
+    ``--allow-full``); a value outside them is refused, by a widget or by a crafted websocket message alike."""
+    for cls in (MethodPanel, MethodDashboard):
+        cls.param.profile.objects = list(limits.profiles())
+
+
+ON_CONFIGURE.append(_offer_profiles)

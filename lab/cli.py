@@ -261,7 +261,8 @@ def serve(names: tuple[str, ...], port: int, address: str, basic_auth: str | Non
 
     for name in names:
         if name not in APPS:
-            _bad_input(f"unknown dashboard {name!r}; known dashboards: {', '.join(APPS)}")
+            _bad_input(f"unknown dashboard {name!r} is not allowed; allowed: one of the known dashboards: "
+                       f"{', '.join(APPS)}")
     try:  # every refusal before anything is bound
         security.check_exposure(address, security.credentials(basic_auth))
         security.allowed_hosts(address, port, allow_origins)

@@ -195,7 +195,7 @@ def test_ci_run_has_the_documented_dims(ci_result):
     res = ci_result("aire_prune")
     ds = res.data
     cfg = Config.from_profile("ci")
-    assert dict(ds.sizes) == {"kind": 2, "seed": 1, "score": 5, "ratio": 3, "draw": 2, "layer": 2,
+    assert dict(ds.sizes) == {"kind": 2, "seed": 2, "score": 5, "ratio": 3, "draw": 2, "layer": 2,
                               "state": cfg.d_state}
     assert ds.accuracy.dims == ("kind", "seed", "score", "ratio")
     assert ds.states_kept.dims == ("kind", "seed", "score", "ratio", "layer")
@@ -206,11 +206,41 @@ def test_ci_run_has_the_documented_dims(ci_result):
     np.testing.assert_allclose(ds.random_accuracy.mean("draw"), ds.accuracy.sel(score="random"))
     assert ds.random_control_accuracy.dims == ("kind", "seed", "ratio")
     np.testing.assert_allclose(ds.random_control_accuracy.sel(ratio=0.0), ds.accuracy_full)
+    # the LRU's γ² / (1 - |λ|²) starts at 1 and one epoch leaves it there; S5 has no γ
+    assert np.isnan(ds.gamma_norm.sel(kind="s5")).all()
+    np.testing.assert_allclose(ds.gamma_norm.sel(kind="lru"), 1.0, atol=0.1)
     assert sum(r.headline for r in res.claims) == 1 and res.claims["aire_prunes_half_for_under_a_point"].headline
     for r in res.claims:  # the ci models (one epoch on 256 sequences) have not learned digits
         assert r.verdict == "reported" or (r.competent is False and not r.passed)
+    assert np.isfinite(res.claims["aire_on_lru"].measured)
     assert int(ds.states_kept.sel(ratio=0.95).min()) >= 1
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
+
+
+def test_lru_normalisation_cancels_aires_denominator():
+    """The LRU's reason: with γ = sqrt(1 - |λ|²) (its initialisation), AIRE's energy is ||C_i||² ||B_i||² of the raw
+    B, whatever |λ_i|; S5's energy keeps its denominator."""
+    layer = _layer("lru", seed=3)
+    lam, Bbar, C = layer.system()
+    raw_B = (layer.B_re + 1j * layer.B_im).detach().numpy()
+    np.testing.assert_allclose(P.impulse_energy(lam, Bbar, C),
+                               np.sum(np.abs(C) ** 2, 0) * np.sum(np.abs(raw_B) ** 2, 1), rtol=1e-6)  # float32 init
+    lam, Bbar, C = _layer("s5", seed=3).system()
+    gain = np.sum(np.abs(C) ** 2, 0) * np.sum(np.abs(Bbar) ** 2, 1)
+    assert np.ptp(np.log(P.impulse_energy(lam, Bbar, C) / gain)) > 0.1
+
+
+def test_safe_ratio_and_lower_bound():
+    import xarray as xr
+
+    from lab.methods.aire_prune.claims import lower_bound, safe_ratio
+
+    lost = xr.DataArray([[0.0, 0.5, 1.5, 0.2], [0.0, 0.1, 0.9, 3.0]], dims=("seed", "ratio"),
+                        coords={"ratio": [0.0, 0.3, 0.5, 0.7]})
+    assert safe_ratio(lost).values.tolist() == [0.3, 0.5]  # seed 0 stops at its first loss of 1 pt (0.7 is luck)
+    # mean 2, s.d. 1, three seeds: 2 - t(0.95, 2) / sqrt(3) with t = 2.919986
+    assert lower_bound([1.0, 2.0, 3.0]) == pytest.approx(2 - 2.919986 / np.sqrt(3), rel=1e-6)
+    assert lower_bound([5.0, 5.0]) == 5.0 and np.isnan(lower_bound([5.0]))
 
 
 # --- the claims on synthetic Datasets ------------------------------------------------------------------------------
@@ -218,7 +248,7 @@ def _ds(full=(98.0, 97.0), aire=(97.5, 96.5), random=(40.0, 40.0), magnitude=(60
         last=(90.0, 90.0), seeds=3, draws=(38.0, 42.0), control=None, dataset="digits"):
     """A run's Dataset with given accuracies per kind (lru, s5) at every ratio >= the headline, constant over seeds
     but for a small seed-to-seed wiggle; ratio 0 is the unpruned model. ``control``: the independent random draw
-    per kind (default: the random baseline's mean)."""
+    per kind (default: the random baseline's mean). Two layers of four states: the LRU's energy flat, S5's not."""
     import xarray as xr
 
     scores = ["aire", "last", "magnitude", "random", "aire_uniform"]
@@ -234,11 +264,18 @@ def _ds(full=(98.0, 97.0), aire=(97.5, 96.5), random=(40.0, 40.0), magnitude=(60
         rnd[k, :, 0], ctl[k, :, 0] = full[k], full[k]
         rnd[k, :, 1:] = np.asarray(draws) + (random[k] - np.mean(draws))
         ctl[k, :, 1:] = (control or random)[k]
+    energy = np.broadcast_to(np.array([[1.0, 1.0, 1.0, 1.0], [8.0, 4.0, 0.1, 0.1]])[:, None, None], (2, seeds, 2, 4))
+    kept = np.broadcast_to(np.array([1, 1, 0, 0]), (2, seeds, 2, 4))
+    gamma = np.full((2, seeds, 2, 4), np.nan)
+    gamma[0] = 1.02
+    layer_vars = ("kind", "seed", "layer", "state")
     return xr.Dataset(
         {"accuracy": (("kind", "seed", "score", "ratio"), acc),
          "accuracy_full": (("kind", "seed"), np.repeat(np.asarray(full, float)[:, None], seeds, 1)),
          "random_accuracy": (("kind", "seed", "ratio", "draw"), rnd),
          "random_control_accuracy": (("kind", "seed", "ratio"), ctl),
+         "energy": (layer_vars, energy.copy()), "kept_headline": (layer_vars, kept.copy()),
+         "gamma_norm": (layer_vars, gamma),
          "ssm_macs": (("kind", "seed", "score", "ratio"), np.ones((2, seeds, 5, 3)))},
         coords={"kind": ["lru", "s5"], "seed": np.arange(seeds), "score": scores, "ratio": ratios},
         attrs={"headline_ratio": 0.5, "n_classes": 10, "dataset": dataset},
@@ -251,13 +288,18 @@ def _verdicts(ds):
     return {c.name: c.evaluate(ds) for c in CLAIMS}
 
 
+VERDICT_CLAIMS = ("aire_prunes_half_for_under_a_point", "aire_beats_random", "aire_beats_magnitude",
+                  "global_beats_uniform")
+
+
 def test_claims_hold_on_a_run_with_the_papers_effect():
     v = _verdicts(_ds())
-    for name in ("aire_prunes_half_for_under_a_point", "aire_beats_random", "aire_beats_magnitude",
-                 "global_beats_uniform"):
+    for name in VERDICT_CLAIMS:
         assert v[name].verdict == "holds", (name, v[name])
         assert v[name].control_passed is False and v[name].per_seed is not None and len(v[name].per_seed) == 3
-    assert v["aire_vs_last"].verdict == "reported" and v["aire_vs_last"].measured == pytest.approx(7.0)
+    head = v["aire_prunes_half_for_under_a_point"]
+    assert head.measured == pytest.approx(0.5 - 0.01) and head.control_measured == pytest.approx(7.0 - 0.01)
+    assert v["aire_vs_last"].verdict == "reported" and v["aire_vs_last"].measured == pytest.approx(6.5)
 
 
 def test_headline_fails_on_models_at_chance_even_without_a_drop():
@@ -274,16 +316,43 @@ def test_headline_fails_on_models_at_chance_even_without_a_drop():
         assert v[name].verdict == "fails", name
 
 
-def test_one_kind_cannot_hide_the_other():
-    """S5 loses nothing but LRU loses 10 pt: the mean over kinds (5 pt) would hide less than the worst kind."""
-    v = _verdicts(_ds(aire=(88.0, 97.0), uniform=(80.0, 98.0)))
-    head = v["aire_prunes_half_for_under_a_point"]
-    assert head.verdict == "fails" and head.measured == pytest.approx(10.0 - 0.01)
-    assert v["global_beats_uniform"].verdict == "fails"  # S5's uniform is better: the worst kind is negative
+def test_the_verdicts_read_s5_and_the_lru_is_a_report_row_with_its_reason():
+    """LRU loses 10 pt, S5 nothing: the S5 verdicts hold, the LRU row reports 10 pt with γ²/(1-|λ|²) and the
+    energy share AIRE removes from each kind (flat LRU spectrum: half of it; S5: 0.2 of 13.2)."""
+    v = _verdicts(_ds(aire=(88.0, 97.0), uniform=(80.0, 96.0)))
+    assert v["aire_prunes_half_for_under_a_point"].verdict == "holds"
+    assert v["global_beats_uniform"].verdict == "holds"
+    lru = v["aire_on_lru"]
+    assert lru.verdict == "reported" and lru.measured == pytest.approx(10.0 - 0.01)
+    assert "is 1.02" in lru.detail and "50% of the LRU's energy" in lru.detail and "2% of the S5's" in lru.detail
+    # a run without S5 cannot be measured: NaN, so every verdict fails
+    no_s5 = _ds().sel(kind=["lru"])
+    assert all(np.isnan(r.measured) and r.verdict == "fails" for n, r in _verdicts(no_s5).items()
+               if n in VERDICT_CLAIMS)
+
+
+def test_the_headline_is_measured_against_the_strongest_control():
+    """LAST loses under a point too (S5 at 96.5 of 97): AIRE keeps accuracy, but not where every control loses it.
+    |λ| or random alone (the old control) would have failed."""
+    v = _verdicts(_ds(last=(90.0, 96.5)))["aire_prunes_half_for_under_a_point"]
+    assert v.control_measured == pytest.approx(0.5 - 0.01) and v.verdict == "does not discriminate"
+    v = _verdicts(_ds(magnitude=(60.0, 96.6)))["aire_prunes_half_for_under_a_point"]
+    assert v.control_measured == pytest.approx(0.4 - 0.01) and v.verdict == "does not discriminate"
+    v = _verdicts(_ds(control=(40.0, 96.9)))["aire_prunes_half_for_under_a_point"]  # a lucky independent draw
+    assert v.control_measured == pytest.approx(0.1) and v.verdict == "does not discriminate"
+
+
+def test_global_beats_uniform_needs_a_margin_above_seed_noise():
+    """Gaps of +3, -1, +1 pt over three seeds: a positive mean (the old bar, 0) inside seed noise fails."""
+    ds = _ds()
+    for seed, gap in enumerate((3.0, -1.0, 1.0)):
+        ds.accuracy.loc[{"kind": "s5", "seed": seed, "score": "aire_uniform", "ratio": [0.5, 0.9]}] = 96.5 - gap
+    v = _verdicts(ds)["global_beats_uniform"]
+    assert np.mean(v.per_seed) == pytest.approx(1.0 + 0.01, abs=0.02) and v.measured < 0 and v.verdict == "fails"
 
 
 def test_ties_fail_and_a_passing_control_does_not_discriminate():
-    tie = _verdicts(_ds(uniform=(97.5, 96.5), seeds=1))
+    tie = _verdicts(_ds(uniform=(97.5, 96.5), seeds=2))
     assert tie["global_beats_uniform"].measured == 0 and tie["global_beats_uniform"].verdict == "fails"
     # magnitude worse than random: beating it says nothing about the energy
     weak = _verdicts(_ds(magnitude=(20.0, 20.0)))
@@ -305,13 +374,46 @@ def test_the_random_control_is_drawn_apart_from_the_baseline_draws():
     assert a.verdict == b.verdict == "holds"
 
 
+def test_the_random_control_draws_from_its_own_stream(monkeypatch):
+    """The sweep's random baseline and its control draw from two generators spawned apart, and LRU and S5 (same
+    training seed) from different ones: the control never repeats the baseline's draws."""
+    from types import SimpleNamespace
+
+    from lab.methods.aire_prune import experiment as E
+
+    cfg = Config.from_profile("ci")
+    seen, real_plan = [], E.P.plan
+
+    def plan(model, score, ratio, rng=None):
+        if score == "random":
+            seen.append(rng)
+        return real_plan(model, score, ratio, rng)
+
+    monkeypatch.setattr(E.P, "plan", plan)
+    monkeypatch.setattr(E, "accuracy_on_test", lambda model, task: 50.0)
+    monkeypatch.setattr(E, "_inference_time", lambda model, x, repeats: 0.0)
+    model = _model(n_layers=cfg.n_layers, d_state=cfg.d_state)
+    res = E.SCHEMA.new(kind=["lru", "s5"], seed=[0], score=list(cfg.scores), ratio=np.asarray(cfg.ratios),
+                       draw=np.arange(cfg.random_draws), layer=np.arange(cfg.n_layers), state=np.arange(cfg.d_state))
+    for k in (0, 1):
+        E._sweep(res, k, 0, model, cfg, SimpleNamespace(x_test=None), seed=0)
+    per_model = cfg.random_draws * len(cfg.ratios) + len(cfg.ratios)
+    assert len(seen) == 2 * per_model
+    for k in (0, 1):
+        calls = seen[k * per_model:(k + 1) * per_model]
+        baseline, control = calls[:-len(cfg.ratios)], calls[-len(cfg.ratios):]
+        assert len({id(g) for g in baseline}) == 1 and len({id(g) for g in control}) == 1
+    keys = {(str(g.bit_generator.seed_seq.entropy), g.bit_generator.seed_seq.spawn_key, tuple(g.bit_generator.seed_seq
+            .pool)) for g in seen}
+    assert len(keys) == 4  # baseline and control, for each of the two models
+
+
 def test_models_that_did_not_learn_make_no_pruning_claim_hold():
-    """Unpruned models 20 pt below the reference lose nothing when pruned, and random pruning hurts them: without
+    """Unpruned S5 models 20 pt below the reference lose nothing when pruned, and random pruning hurts them: without
     the competence check that would hold."""
     weak = _ds(full=(77.0, 77.0), aire=(76.8, 76.8), uniform=(70.0, 70.0), magnitude=(50.0, 50.0), last=(70.0, 70.0))
     v = _verdicts(weak)
-    for name in ("aire_prunes_half_for_under_a_point", "aire_beats_random", "aire_beats_magnitude",
-                 "global_beats_uniform"):
+    for name in VERDICT_CLAIMS:
         assert v[name].verdict == "control not competent", (name, v[name])
         assert v[name].competence[0].measured == pytest.approx(77.0 - 97.0)
     assert _verdicts(_ds(dataset="mnist1d"))["aire_beats_random"].competence[0].measured == pytest.approx(6.0)
@@ -320,10 +422,10 @@ def test_models_that_did_not_learn_make_no_pruning_claim_hold():
 
 
 def test_one_seed_cannot_carry_the_score_comparisons():
-    """Seed 0's LRU: |λ| as good as AIRE. The mean over seeds would clear 1 pt on the other two seeds' gap; the
+    """Seed 0's S5: |λ| as good as AIRE. The mean over seeds would clear 1 pt on the other two seeds' gap; the
     worst seed does not."""
     ds = _ds()
-    ds.accuracy.loc[{"kind": "lru", "seed": 0, "score": "magnitude", "ratio": [0.5, 0.9]}] = 99.0
+    ds.accuracy.loc[{"kind": "s5", "seed": 0, "score": "magnitude", "ratio": [0.5, 0.9]}] = 99.0
     v = _verdicts(ds)["aire_beats_magnitude"]
-    assert np.mean(v.per_seed) > 1 and v.measured == min(v.per_seed) == pytest.approx(97.5 - 99.0)
+    assert np.mean(v.per_seed) > 1 and v.measured == min(v.per_seed) == pytest.approx(96.5 - 99.0)
     assert v.verdict == "fails" and v.seeds_holding == 2

@@ -20,7 +20,9 @@ a 0.29% average accuracy drop (LRA).
 same normalisation; eigenvalue magnitude ``|λ_i|``; random states; and AIRE applied per layer with the same share
 pruned everywhere.
 
-**In this lab.** :mod:`.model` (scores, normalisation, selection, state removal), :mod:`.train` (the cached
+**In this lab.** LRU and S5 classifiers on short sequence tasks; the claims' verdicts are about S5, the paper's
+architecture, and the LRU is a report row (its γ normalisation cancels the energy's denominator, see
+:mod:`.claims`). :mod:`.model` (scores, normalisation, selection, state removal), :mod:`.train` (the cached
 classifiers), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the dashboard's cached
 computations); shared: the SSM layers (:mod:`lab.core.ssm`), the sequence tasks and classifiers
 (:mod:`lab.core.tasks`); notebook ``02_aire_prune.ipynb``; dashboard ``pruning``.

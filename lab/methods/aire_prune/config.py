@@ -19,7 +19,7 @@ class Config(SequenceTaskConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(n_layers=2, d_model=16, d_state=16, epochs=1, ratios=(0.0, 0.5, 0.95), random_draws=2,
-                   timing_repeats=1, n_train=256, n_test=128, n_seeds=1),
+                   timing_repeats=1, n_train=256, n_test=128, n_seeds=2),
         "quick": {},
         "full": dict(dataset="mnist1d", n_layers=4, d_model=64, d_state=128, epochs=60, n_seeds=3,
                      ratios=tuple(round(0.05 * k, 2) for k in range(20)), random_draws=5, timing_repeats=5),

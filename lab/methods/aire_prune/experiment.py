@@ -41,7 +41,8 @@ def _sweep(res: Results, k: int, j: int, model, cfg: Config, task: SequenceTask,
     and (ratio,) for the timing of the AIRE-pruned models and for the random control: one more random pruning per
     ratio, drawn from its own generator, apart from the baseline's draws that the claims compare it with.
     """
-    rng, control_rng = np.random.default_rng([seed, 4242]), np.random.default_rng([seed, 4243])
+    base, control = np.random.SeedSequence([seed, k, 4242]).spawn(2)  # two independent streams per model
+    rng, control_rng = np.random.default_rng(base), np.random.default_rng(control)
     bar = tqdm(total=len(cfg.scores) * len(cfg.ratios), desc="prune sweep", disable=not progress, leave=False)
     for s, score in enumerate(cfg.scores):
         for r, ratio in enumerate(cfg.ratios):
@@ -75,7 +76,10 @@ def _layer_view(model, cfg: Config) -> dict[str, np.ndarray]:
     mask = np.zeros(lam.shape, dtype=np.int8)
     for k, idx in enumerate(keep):
         mask[k, idx] = 1
-    return {"eig_real": lam.real, "eig_imag": lam.imag, "energy": energy, "kept_headline": mask}
+    gamma = [torch.exp(2 * layer.gamma_log).detach().cpu().numpy() if hasattr(layer, "gamma_log")
+             else np.full(cfg.d_state, np.nan) for layer in layers]
+    return {"eig_real": lam.real, "eig_imag": lam.imag, "energy": energy, "kept_headline": mask,
+            "gamma_norm": np.stack(gamma) / (1.0 - np.abs(lam) ** 2)}
 
 
 _KS = ("kind", "seed")
@@ -99,6 +103,8 @@ SCHEMA = Schema(
     Var("eig_imag", (*_KS, "layer", "state"), "Im λ of the discretised state matrix"),
     Var("energy", (*_KS, "layer", "state"), "AIRE energy ||C_i||² ||B̄_i||² / (1 - |λ_i|²)"),
     Var("kept_headline", (*_KS, "layer", "state"), "kept by AIRE at the headline ratio", dtype=int),
+    Var("gamma_norm", (*_KS, "layer", "state"), "LRU: γ_i² / (1 - |λ_i|²), 1 at initialisation, where it cancels "
+        "AIRE's denominator (NaN for S5, which has no γ)"),
     Var("pruned_fraction", (*_KS, "score", "ratio"), "share of all states removed"),
     coords={
         "kind": Coord("SSM layer"),

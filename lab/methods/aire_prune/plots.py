@@ -212,6 +212,15 @@ def discussion(ds: xr.Dataset) -> str:
     lines.append("- **Where the energy sits**: the largest state holds on average " + ", ".join(
         f"{float(share.sel(kind=k)):.1%} of its layer's energy in the {k.upper()}" for k in ds.kind.values)
         + " (a flat spectrum means every state matters and pruning must cost accuracy).")
+    removed = ((ds.energy * (1 - ds.kept_headline)).sum(("layer", "state")) / ds.energy.sum(("layer", "state")))
+    text = f"- **What AIRE removes** at {r:.0%} pruned: " + ", ".join(
+        f"{spread_text(100 * removed.sel(kind=k).values)}% of the {k.upper()}'s energy" for k in ds.kind.values)
+    if "gamma_norm" in ds and "lru" in ds.kind.values:
+        norm = ds.gamma_norm.sel(kind="lru").values
+        text += (f". The trained LRU's γ²/(1 − |λ|²) has median {np.nanmedian(norm):.2f} (5-95%: "
+                 f"{np.nanpercentile(norm, 5):.2f}-{np.nanpercentile(norm, 95):.2f}): its γ still cancels AIRE's "
+                 "denominator")
+    lines.append(text + ".")
     saved = 1 - (ds.ssm_macs.sel(score="aire", ratio=r) / ds.ssm_macs.sel(score="aire", ratio=0.0)).mean()
     lines.append(f"- **Compute**: at {r:.0%} pruned the SSM layers' multiply-adds fall by {float(saved):.0%}.")
     lines.append(f"- Accuracy is measured on {ds.attrs['n_test']} test sequences of {ds.attrs['dataset']} "

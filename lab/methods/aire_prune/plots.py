@@ -6,6 +6,7 @@ from __future__ import annotations
 import holoviews as hv
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts, log_ticks
@@ -214,13 +215,23 @@ def discussion(ds: xr.Dataset) -> str:
         + " (a flat spectrum means every state matters and pruning must cost accuracy).")
     removed = ((ds.energy * (1 - ds.kept_headline)).sum(("layer", "state")) / ds.energy.sum(("layer", "state")))
     text = f"- **What AIRE removes** at {r:.0%} pruned: " + ", ".join(
-        f"{spread_text(100 * removed.sel(kind=k).values)}% of the {k.upper()}'s energy" for k in ds.kind.values)
+        f"{100 * float(removed.sel(kind=k).mean()):.0f}% of the {k.upper()}'s energy (seeds "
+        f"{100 * float(removed.sel(kind=k).min()):.0f}-{100 * float(removed.sel(kind=k).max()):.0f}%)"
+        for k in ds.kind.values)
     if "gamma_norm" in ds and "lru" in ds.kind.values:
         norm = ds.gamma_norm.sel(kind="lru").values
         text += (f". The trained LRU's γ²/(1 − |λ|²) has median {np.nanmedian(norm):.2f} (5-95%: "
                  f"{np.nanpercentile(norm, 5):.2f}-{np.nanpercentile(norm, 95):.2f}): its γ still cancels AIRE's "
                  "denominator")
     lines.append(text + ".")
+    rho = {k: np.mean([stats.spearmanr(ds.energy.sel(kind=k, seed=j, layer=m).values,
+                                       np.hypot(ds.eig_real, ds.eig_imag).sel(kind=k, seed=j, layer=m).values)[0]
+                       for j in ds.seed.values for m in ds.layer.values]) for k in ds.kind.values}
+    lines.append("- **Energy against |λ|**: Spearman's ρ between a state's energy and its |λ| (mean over layers and "
+                 "seeds) is " + ", ".join(f"{rho[k]:+.2f} in the {k.upper()}" for k in ds.kind.values)
+                 + ". Where it is negative (S5 starts with Re Λ = -1/2 for every state, so its slow states are those "
+                 "with small steps Δ, whose B̄ ≈ Δ B̃ is small), keeping the largest |λ| keeps low-energy states and "
+                 "can do worse than random states.")
     saved = 1 - (ds.ssm_macs.sel(score="aire", ratio=r) / ds.ssm_macs.sel(score="aire", ratio=0.0)).mean()
     lines.append(f"- **Compute**: at {r:.0%} pruned the SSM layers' multiply-adds fall by {float(saved):.0%}.")
     lines.append(f"- Accuracy is measured on {ds.attrs['n_test']} test sequences of {ds.attrs['dataset']} "

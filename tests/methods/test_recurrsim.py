@@ -270,6 +270,21 @@ def test_trained_models_are_cached_and_reloaded(data_dir):
     np.testing.assert_array_equal(third.curves["loss"], first.curves["loss"])  # deterministic retraining
 
 
+def test_held_out_splits_run_to_the_horizon_and_training_data_do_not_change(data_dir):
+    """The test and validation trajectories are generated horizon_steps long (tau's rollout); their first frames are
+    those of a traj_steps-long run, and the training split (the weights' cache key) does not depend on the horizon."""
+    cfg = Config.from_profile("ci", horizon_steps=16)
+    assert train.data_config(cfg, "burgers", "test")["n_steps"] == 16
+    assert train.data_config(cfg, "burgers", "val")["n_steps"] == 16
+    assert train.data_config(cfg, "burgers", "train")["n_steps"] == cfg.traj_steps
+    assert train.training_config(cfg, "burgers", "recurrsim") == train.training_config(
+        cfg.replace(horizon_steps=cfg.rollout_steps), "burgers", "recurrsim")
+    long = train.load_split(cfg, "burgers", "test")
+    short = train.load_split(cfg.replace(horizon_steps=cfg.rollout_steps), "burgers", "test")
+    assert long.shape[1] == 17 and short.shape[1] == cfg.traj_steps + 1
+    np.testing.assert_array_equal(long[:, : cfg.traj_steps + 1], short)
+
+
 def test_training_rejects_unknown_kinds_and_splits():
     cfg = Config.from_profile("ci")
     with pytest.raises(ConfigError, match="kind='mlp' is not allowed"):
@@ -290,12 +305,21 @@ def test_run_ci_gives_the_documented_dataset(ci_result, tmp_path):
     assert list(ds.model.values) == ["recurrsim", "fixed_k", "deq", "fno", "fno_2x", "kblind"]
     assert list(ds.K.values) == list(cfg.K_eval)
     assert ds.step.size == cfg.rollout_steps + 1 and ds.alpha.size == cfg.n_alpha
-    for name in ("nrmse", "tau_mean", "time_per_step", "one_step_nrmse", "layers_per_step"):
+    for name in ("nrmse", "tau_mean", "time_per_step", "one_step_nrmse", "layers_per_step", "val_nrmse"):
         assert ds[name].dims == ("equation", "model", "K")
-        assert np.isfinite(ds[name].values).all(), name
+        values = ds[name].values
+        if name == "one_step_nrmse":  # evaluated up to the largest training depth, where competence reads it
+            deepest = max(round(cfg.mean_depth), cfg.fixed_depth, cfg.deq_max_iter)
+            values = ds[name].sel(K=[k for k in cfg.K_eval if k <= deepest]).values
+            assert np.isnan(ds[name].sel(model="recurrsim", K=[k for k in cfg.K_eval if k > deepest])).all()
+        assert np.isfinite(values).all(), name
     for name, var in ds.data_vars.items():
         assert var.attrs.get("long_name") and var.attrs.get("units"), name
-    assert np.isfinite(ds.val_nrmse.values).all() and ds.val_nrmse.dims == ("equation", "K")
+    # tau is read on the rollout continued to horizon_steps frames, the nRMSE on its first rollout_steps
+    assert cfg.horizon_steps > cfg.rollout_steps and ds.attrs["horizon_steps"] == cfg.horizon_steps
+    assert (ds.tau <= cfg.horizon_steps).all() and (ds.tau >= 0).all()
+    assert ds.seed_val_nrmse.dims == ("equation", "seed", "K") and np.isfinite(ds.seed_val_nrmse).all()
+    np.testing.assert_array_equal(ds.seed_val_nrmse.isel(seed=0), ds.val_nrmse.sel(model="recurrsim"))
     assert (ds.nrmse_step.sel(step=0) == 0).all()
     assert ds.persistence_one_step_nrmse.dims == ("equation",) and (ds.persistence_one_step_nrmse > 0).all()
     assert ds.attrs["deq_max_iter"] == cfg.deq_max_iter
@@ -325,7 +349,7 @@ def test_run_ci_gives_the_documented_dataset(ci_result, tmp_path):
         if r.control_measured is not None:
             assert np.isfinite(r.control_measured), (r.name, r.control_detail)
         for comp in r.competence:  # six iterations teach nothing: no better than predicting no change
-            assert 0.5 < comp.measured < 2.0 and not comp.passed, (r.name, comp)
+            assert np.isfinite(comp.measured) and not comp.passed, (r.name, comp)
     # a saved result is re-checked without re-running
     path = lab.save(ds, tmp_path / "rs.nc")
     assert [r.measured for r in lab.check(path)] == pytest.approx([r.measured for r in result.claims], nan_ok=True)
@@ -352,6 +376,8 @@ def _synthetic(cfg: Config, *, recurrsim=None, val=None):
     taus["fixed_k"] = tau_rs / (1 + (Ks > kf) * Ks / kf)  # the fixed-K model's horizon shrinks past its depth
     layers = {m: Ks + 2 for m in models} | {"fno": np.full_like(Ks, 3), "fno_2x": np.full_like(Ks, 6),
                                             "kblind": np.full_like(Ks, kb + 2)}
+    # validation errors: 1.1 x the test curves (RecurrSim's own ``val`` when given)
+    val_curves = {m: 1.1 * c for m, c in curves.items()} | ({} if val is None else {"recurrsim": np.asarray(val)})
     nE = len(cfg.equations)
 
     def stack(d):
@@ -361,14 +387,15 @@ def _synthetic(cfg: Config, *, recurrsim=None, val=None):
     ds = xr.Dataset(
         {"nrmse": (dims, stack(curves)), "tau_mean": (dims, stack(taus)), "layers_per_step": (dims, stack(layers)),
          "time_per_step": (dims, stack({m: 1e-3 * v for m, v in layers.items()})),
-         "val_nrmse": (("equation", "K"), np.broadcast_to(1.1 * rs if val is None else val, (nE, len(Ks))).copy()),
+         "val_nrmse": (dims, stack(val_curves)),
          "n_params": (("equation", "model"), np.tile([1000, 1000, 1000, 1000, 2000, 1000], (nE, 1))),
          # every learned model steps a tenth as far off as predicting no change (competent)
          "one_step_nrmse": (dims, np.full((nE, len(models), len(Ks)), 0.002)),
          "persistence_one_step_nrmse": (("equation",), np.full(nE, 0.02))},
         coords={"equation": list(cfg.equations), "model": models, "K": np.array(cfg.K_eval),
                 "step": np.arange(H + 1)},
-        attrs={"fixed_depth": kf, "kblind_depth": kb, "deq_max_iter": cfg.deq_max_iter},
+        attrs={"fixed_depth": kf, "kblind_depth": kb, "deq_max_iter": cfg.deq_max_iter,
+               "horizon_steps": cfg.horizon_steps},
     )
     return ds
 
@@ -392,7 +419,8 @@ def test_every_profile_can_compute_its_claims_and_their_controls(profile):
 
 
 REPORT_ROWS = {"compute_matched_fno_2x", "cost_linear_in_K"}
-SEEDED = {"error_falls_with_K", "error_saturates", "horizon_grows_with_K", "recurrsim_holds_beyond"}
+SEEDED = {"error_falls_with_K", "error_saturates", "horizon_grows_with_K", "recurrsim_holds_beyond", "matches_fno_2x",
+          "beats_deq"}
 
 
 def _with_seeds(ds, curves):
@@ -415,10 +443,10 @@ def test_depth_claims_state_their_worst_seed():
     rises with K) though the first seed holds; the spread is reported."""
     from lab.claims import evaluate
 
-    cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32; fixed_depth 8
+    cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32, 64, 128; fixed_depth 8
     ds = _synthetic(cfg)
     good = ds.nrmse.sel(model="recurrsim").values[0]
-    bad = good * np.array([1, 1, 1, 1, 1.2, 1.3])  # +30% beyond K = 8
+    bad = good * np.array([1, 1, 1, 1, 1.2, 1.3, 1.3, 1.3])  # +30% beyond K = 8
     r = {r.name: r for r in evaluate(CLAIMS, _with_seeds(ds, [good, good, bad]))}
     holds = r["recurrsim_holds_beyond"]
     assert holds.per_seed[0] < 1.05 < holds.per_seed[2] and holds.measured == max(holds.per_seed)
@@ -467,12 +495,32 @@ def test_depth_claims_fail_for_a_model_that_ignores_K():
 def test_the_depth_needed_is_picked_on_validation_not_on_the_test_set():
     from lab.claims import evaluate
 
-    cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32
-    test = np.array([0.5, 0.2, 0.05, 0.02, 0.02, 0.02])
-    val = np.array([0.5, 0.2, 0.03, 0.03, 0.03, 0.03])  # on validation K = 4 is already within 5% of the best
+    cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32, 64, 128
+    test = np.array([0.5, 0.2, 0.05, 0.02, 0.02, 0.02, 0.02, 0.02])
+    val = np.array([0.5, 0.2, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03])  # on validation K = 4 is within 5% of the best
     r = {r.name: r for r in evaluate(CLAIMS, _synthetic(cfg, recurrsim=test, val=val))}["matches_fno_2x"]
     assert "K=4" in r.detail and r.measured == pytest.approx(0.05 / 0.04)
     assert r.verdict == "fails"  # the test set's best depth (K = 8: 0.5 of the 2x FNO) would have passed
+
+
+def test_the_deq_comparison_reads_each_model_at_its_validation_picked_depth():
+    """RecurrSim and the DEQ are each read at the smallest K within 5% of their own best validation error; RecurrSim
+    more accurate but at a costlier depth than the DEQ's fails by its cost ratio."""
+    from lab.claims import evaluate
+
+    cfg = Config.from_profile("quick")  # K_eval 1, 2, 4, 8, 16, 32, 64, 128
+    ds = _synthetic(cfg)
+    deq_val = np.array([0.5, 0.2, 0.1, 0.05, 0.05, 0.05, 0.05, 0.05])  # the DEQ needs K = 8 on validation
+    ds["val_nrmse"].loc[dict(model="deq")] = deq_val
+    r = {r.name: r for r in evaluate(CLAIMS, ds)}["beats_deq"]
+    rs, deq = ds.nrmse.sel(model="recurrsim"), ds.nrmse.sel(model="deq")
+    assert "recurrsim at K=16" in r.detail and "DEQ at K=8" in r.detail  # RecurrSim needs 16 (18 layers vs 10)
+    assert r.measured == pytest.approx(18 / 10) and r.verdict == "fails"
+    assert float(rs.sel(K=16)[0]) < float(deq.sel(K=8)[0])  # though more accurate
+    ds["val_nrmse"].loc[dict(model="deq")] = [0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.08, 0.05]  # now it needs K = 128
+    r = {r.name: r for r in evaluate(CLAIMS, ds)}["beats_deq"]
+    assert "DEQ at K=128" in r.detail and r.verdict == "holds"
+    assert r.measured == pytest.approx(float(rs.sel(K=16)[0] / deq.sel(K=128)[0]))
 
 
 def test_a_tie_with_the_deq_fails():
@@ -510,6 +558,7 @@ def test_beating_the_deq_does_not_discriminate_when_the_fixed_k_model_beats_it_t
         ({"alpha_max": 0.5}, "alpha_max"),
         ({"deq_tol": 0.0}, "deq_tol"),
         ({"n_val": 0}, "n_val"),
+        ({"horizon_steps": 30}, "horizon_steps"),  # below rollout_steps = 40
     ],
 )
 def test_config_errors_name_the_field_and_what_is_allowed(overrides, field):
@@ -522,6 +571,12 @@ def test_profiles_evaluate_the_depths_the_claims_read():
         cfg = Config.from_profile(profile)
         assert {1, 4, 8, 16} <= set(cfg.K_eval), profile
         assert max(cfg.K_eval) > max(16, cfg.fixed_depth), profile
+        assert cfg.horizon_steps > cfg.rollout_steps, profile  # tau's rollout runs past the nRMSE's
+    for profile in ("quick", "full"):  # evaluated (never trained) far past the trained depths
+        cfg = Config.from_profile(profile)
+        assert max(cfg.K_eval) >= 4 * max(cfg.fixed_depth, cfg.mean_depth), profile
+        assert max(cfg.K_eval) >= 4 * cfg.mean_depth, profile
+    assert max(Config.from_profile("quick").K_eval) == 16 * Config.from_profile("quick").mean_depth
     assert Config.from_profile("full").equations == ("burgers", "kdv", "ks", "navier_stokes")
     assert len(Config().alphas) == 30 and Config().alphas[0] == 0.7 and Config().alphas[-1] == 0.99
     with pytest.raises(ConfigError, match="Kbar"):

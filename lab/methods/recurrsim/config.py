@@ -23,13 +23,15 @@ class Config(RuntimeConfig, BaseConfig):
     """RecurrSim: recurrent-depth FNO trained with random depth, against fixed-depth, fixed-K and DEQ baselines."""
 
     PROFILES: ClassVar = {
-        "ci": dict(seeds=2, n_train=8, n_test=3, n_val=3, traj_steps=10, rollout_steps=6, grid_1d=32, grid_2d=16,
-                   width=8, modes=6, modes_2d=4, iterations=6, batch_size=8, mean_depth=2.0, grad_depth=2,
-                   fixed_depth=2, deq_max_iter=4, n_alpha=4, timing_repeats=1),
+        "ci": dict(seeds=2, n_train=8, n_test=3, n_val=3, traj_steps=10, rollout_steps=6, horizon_steps=10,
+                   grid_1d=32, grid_2d=16, width=8, modes=6, modes_2d=4, iterations=6, batch_size=8, mean_depth=2.0,
+                   grad_depth=2, fixed_depth=2, deq_max_iter=4, K_eval=(1, 2, 4, 8, 16, 32), n_alpha=4,
+                   timing_repeats=1),
         "quick": {},
         "full": dict(equations=EQUATIONS, n_train=256, n_test=32, n_val=32, traj_steps=100, rollout_steps=80,
+                     horizon_steps=160,
                      width=48, modes=16, modes_2d=12, grid_2d=64, iterations=5000, batch_size=32, mean_depth=32.0,
-                     fixed_depth=32, deq_max_iter=64, K_eval=(1, 2, 4, 8, 16, 32, 64), timing_repeats=7),
+                     fixed_depth=32, deq_max_iter=64, K_eval=(1, 2, 4, 8, 16, 32, 64, 128), timing_repeats=7),
     }
 
     equations: Annotated[tuple[str, ...], Choices(*EQUATIONS), Each(unique=True)] = ("burgers",)
@@ -46,7 +48,12 @@ class Config(RuntimeConfig, BaseConfig):
     traj_steps: Annotated[int, Range(2, 10_000)] = 60
     """Saved frames per trajectory after the initial one (frame spacing: the equation's dt, see train.SETTINGS)."""
     rollout_steps: Annotated[int, Range(1, 10_000)] = 40
-    """Autoregressive rollout horizon in frames at evaluation (at most traj_steps)."""
+    """Autoregressive rollout frames the nRMSE is measured over at evaluation (at most traj_steps)."""
+    horizon_steps: Annotated[int, Range(1, 10_000)] = 80
+    """Frames of the rollout the correlation horizon tau_alpha is measured on (at least rollout_steps; the same
+    rollout, continued): long enough that a shallow model decorrelates within it, so the horizon's growth with K is
+    not capped at the rollout's end. The held-out trajectories are generated this long (training ones stay
+    traj_steps long)."""
     grid_1d: Annotated[int, Range(16, 8192)] = 128
     """Grid points of the 1-D fields the networks see, an even number (the solver runs on twice as many;
     Fourier-truncated)."""
@@ -78,9 +85,11 @@ class Config(RuntimeConfig, BaseConfig):
     """Deep-equilibrium baseline: at most this many fixed-point iterations per training forward pass."""
     deq_tol: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-3
     """Deep-equilibrium baseline: stop iterating when ||z_k - z_{k-1}|| <= deq_tol ||z_k||."""
-    K_eval: Annotated[tuple[int, ...], Range(1, 1024), Each(increasing=True)] = (1, 2, 4, 8, 16, 32)
-    """Recurrent depths evaluated at test time. The claims read K = 1, 8, 16, a K above 16 and one above
-    fixed_depth, so every profile evaluates them."""
+    K_eval: Annotated[tuple[int, ...], Range(1, 1024), Each(increasing=True)] = (1, 2, 4, 8, 16, 32, 64, 128)
+    """Recurrent depths evaluated at test time (evaluation only; the trainings' depths are mean_depth, fixed_depth
+    and deq_max_iter). The claims read K = 1, 8, 16, a K above 16 and one above fixed_depth, so every profile
+    evaluates them; quick goes on to 8x and 16x the mean training depth (64, 128), where no training ran and a model
+    good only at its training depth shows it."""
     alpha_min: Annotated[float, Range(0.0, 1.0, lo_open=True, hi_open=True)] = 0.70
     """Smallest correlation threshold of the correlation horizon tau_alpha (paper: 0.70)."""
     alpha_max: Annotated[float, Range(0.0, 1.0, lo_open=True, hi_open=True)] = 0.99
@@ -96,6 +105,9 @@ class Config(RuntimeConfig, BaseConfig):
     def validate(self) -> None:
         if self.rollout_steps > self.traj_steps:
             raise bad_value("rollout_steps", self.rollout_steps, f"an integer in [1, traj_steps={self.traj_steps}]")
+        if self.horizon_steps < self.rollout_steps:
+            raise bad_value("horizon_steps", self.horizon_steps,
+                            f"an integer in [rollout_steps={self.rollout_steps}, 10000]")
         for name in ("grid_1d", "grid_2d"):
             if getattr(self, name) % 2:
                 raise bad_value(name, getattr(self, name), "an even number")
@@ -118,7 +130,8 @@ class Config(RuntimeConfig, BaseConfig):
         sample the pointwise 2 width^2 and two FFTs (10 width log2 G) per point plus the spectral product
         (8 width^2 per kept mode). Work: RecurrSim (seeds of it), the fixed-K, DEQ and two FNO models trained
         iterations x batch_size samples at their depths (mean_depth, fixed_depth and deq_max_iter forward, grad_depth
-        backward), rollouts of n_test trajectories for rollout_steps frames at every K_eval, the solver's data
+        backward), at every K_eval the test rollouts (horizon_steps frames) and validation rollouts (rollout_steps)
+        of RecurrSim's seeds, the fixed-K model and the DEQ, the solver's data
         (twice the grid, ~50 substeps a frame). Memory: the trajectories (float64), a batch's complex activations
         over grad_depth iterations."""
         work, memory = 0.0, 0.0
@@ -131,12 +144,14 @@ class Config(RuntimeConfig, BaseConfig):
             depths = (self.seeds * (self.mean_depth + 3 * self.grad_depth) + self.fixed_depth + 3 * self.grad_depth
                       + self.deq_max_iter + 3 + 3 * 3 * 4)
             work += self.iterations * (self.batch_size * layer * depths + STEP_OPS * (self.seeds + 4))
-            rollouts = (self.n_test + self.n_val) * self.rollout_steps * layer
-            work += rollouts * ((self.seeds + 1) * sum(self.K_eval) + 3 * 8 + self.deq_max_iter)
-            work += rollouts * self.timing_repeats
-            trajectories = self.n_train + self.n_test + self.n_val
-            work += trajectories * self.traj_steps * 50 * 4 * G * 40.0
-            memory = max(memory, 8.0 * trajectories * (self.traj_steps + 1) * G * 3
+            depth = sum(K + 2 for K in self.K_eval)
+            long = self.n_test * self.horizon_steps * layer  # test rollouts (tau's length) and one-step pairs
+            short = (self.n_val + self.n_test) * self.rollout_steps * layer  # validation rollouts, one-step pairs
+            work += (long + short) * (self.seeds + 2) * depth + (long + short) * (3 * 8 + self.deq_max_iter)
+            work += short * self.timing_repeats
+            held_out = (self.n_test + self.n_val) * max(self.traj_steps, self.horizon_steps)
+            work += (self.n_train * self.traj_steps + held_out) * 50 * 4 * G * 40.0
+            memory = max(memory, 8.0 * (self.n_train * (self.traj_steps + 1) + held_out) * G * 3
                          + 4.0 * 4 * self.batch_size * G * w * (self.grad_depth + 2) * 4)
         return Budget(memory, work, "recurrsim's trainings: per equation (seeds + 4) FNOs of iterations x "
                       "batch_size samples at up to mean_depth, fixed_depth and deq_max_iter layer applications",

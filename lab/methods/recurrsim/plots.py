@@ -49,19 +49,32 @@ def _by_K(ds: xr.Dataset, var: str, equation: str, ylabel: str, title: str, logy
                                   **curve_opts(width=640))
 
 
+def _untrained_depths(ds: xr.Dataset) -> list:
+    """A grey band over the depths no training ever ran at: K above 4 x mean_depth (past the Poisson-log-normal's
+    reach) and above the fixed-K model's and the DEQ's depths."""
+    lo = 4 * max(ds.attrs.get("mean_depth", 0), ds.attrs.get("fixed_depth", 0), ds.attrs.get("deq_max_iter", 0))
+    hi = float(ds.K.max())
+    return [hv.VSpan(float(lo), hi).opts(color="gray", alpha=0.12)] if 0 < lo < hi else []
+
+
 def error_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
-    """Rollout nRMSE against test-time depth K; fixed-depth FNOs as dashed lines."""
+    """Rollout nRMSE against test-time depth K; fixed-depth FNOs as dashed lines; the fixed-K model's depth dotted,
+    the depths never trained at shaded."""
     kf = ds.attrs.get("fixed_depth")
     title = f"{equation}: rollout nRMSE over {int(ds.step.size) - 1} frames against K"
-    extra = [] if kf is None else [hv.VLine(float(kf)).opts(color="gray", line_dash="dotted")]
+    extra = _untrained_depths(ds) + ([] if kf is None else [hv.VLine(float(kf)).opts(color="gray",
+                                                                                      line_dash="dotted")])
     return _by_K(ds, "nrmse", equation, "nRMSE", title, extra=extra)
 
 
 def horizon_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
-    """Correlation horizon tau (averaged over alpha) against K, in frames (H = never decorrelated)."""
+    """Correlation horizon tau (averaged over alpha) against K, in frames, on the horizon_steps-frame rollout
+    (horizon_steps = never decorrelated)."""
+    H = ds.attrs.get("horizon_steps", int(ds.step.size) - 1)
     return _by_K(ds, "tau_mean", equation, "tau (frames)",
-                 f"{equation}: correlation horizon (mean over alpha = "
-                 f"{float(ds.alpha.min()):.2f}..{float(ds.alpha.max()):.2f})", logy=False)
+                 f"{equation}: correlation horizon over a {H}-frame rollout (mean over alpha = "
+                 f"{float(ds.alpha.min()):.2f}..{float(ds.alpha.max()):.2f})", logy=False,
+                 extra=_untrained_depths(ds))
 
 
 def cost_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
@@ -128,7 +141,8 @@ def validation_pick(ds: xr.Dataset, equation: str, K: int) -> hv.Overlay:
     """RecurrSim's validation and test errors against K, the depth picked on validation marked."""
     d = ds.sel(equation=equation)
     K_vals = d.K.values
-    val = hv.Curve((K_vals, d.val_nrmse.values), "K", "nRMSE", label="validation").opts(color=PALETTE[1])
+    val = hv.Curve((K_vals, d.val_nrmse.sel(model="recurrsim").values), "K", "nRMSE",
+                   label="validation").opts(color=PALETTE[1])
     test = hv.Curve((K_vals, d.nrmse.sel(model="recurrsim").values), "K", "nRMSE", label="test").opts(color=PRED)
     mark = hv.VLine(float(K)).opts(color="gray", line_dash="dotted")
     return (val * test * mark).opts(title=f"{equation}: depth picked on validation, K = {K}", logx=True, logy=True,
@@ -294,7 +308,8 @@ def discussion(ds: xr.Dataset, claims) -> str:
         rs = [f"K = {k}: {err(d, 'recurrsim', k):.3g}" for k in K]
         fk = [f"K = {k}: {err(d, 'fixed_k', k):.3g}" for k in K if k >= kf]
         tau = d.tau_mean.sel(model="recurrsim")
-        kv = needed_depth(d.val_nrmse)
+        kv = needed_depth(d.val_nrmse.sel(model="recurrsim"))
+        kd = needed_depth(d.val_nrmse.sel(model="deq"))
         kc = compute_matched_depth(d)
         fno, fno2 = float(d.nrmse.sel(model="fno").isel(K=0)), float(d.nrmse.sel(model="fno_2x").isel(K=0))
         r = d.nrmse.sel(model="recurrsim") / d.nrmse.sel(model="deq")
@@ -302,7 +317,8 @@ def discussion(ds: xr.Dataset, claims) -> str:
             f"- **{eq}.** RecurrSim's rollout nRMSE over {int(d.step.size) - 1} frames: {', '.join(rs)}; its weights "
             f"with the depth frozen at {ds.attrs.get('kblind_depth', '?')} (K-blind) stay at "
             f"{float(d.nrmse.sel(model='kblind').isel(K=0)):.3g} whatever K is asked. Correlation horizon "
-            f"{float(tau.sel(K=K[0])):.3g} frames at K = {K[0]} and {float(tau.sel(K=K[-1])):.3g} at K = {K[-1]}.",
+            f"{float(tau.sel(K=K[0])):.3g} frames at K = {K[0]} and {float(tau.sel(K=K[-1])):.3g} at K = {K[-1]} "
+            f"(of a {ds.attrs.get('horizon_steps', int(d.step.size) - 1)}-frame rollout).",
             f"  The network trained at K = {kf} only, the depth claims' control: {', '.join(fk)}"
             + (f"; its one-step error at K = {kf} is {float(d.one_step_nrmse.sel(model='fixed_k', K=kf)):.3g} "
                f"against {float(d.persistence_one_step_nrmse):.3g} for predicting no change (its competence)."
@@ -311,7 +327,8 @@ def discussion(ds: xr.Dataset, claims) -> str:
             f"test error {err(d, 'recurrsim', kv):.3g} against {fno2:.3g} for the FNO with twice its parameters and "
             f"{fno:.3g} for the FNO with as many. At the 2x FNO's compute (K = {kc}, "
             f"{int(d.layers_per_step.sel(model='recurrsim', K=kc))} Fourier layers per step): "
-            f"{err(d, 'recurrsim', kc):.3g}. Against the DEQ at equal K, the error ratio is "
+            f"{err(d, 'recurrsim', kc):.3g}. The DEQ at the depth it needs (K = {kd}, picked on validation): "
+            f"{err(d, 'deq', kd):.3g}; against the DEQ at equal K, the error ratio is "
             f"{', '.join(f'{v:.2f}' for v in r.values)} (K = {', '.join(map(str, K))}).",
         ]
     failing = [c for c in claims if c.verdict == "fails"]

@@ -95,11 +95,13 @@ def fourier_resample(u: np.ndarray, n: int, dim: int) -> np.ndarray:
 
 
 def data_config(cfg: Config, equation: str, split: str) -> dict[str, Any]:
-    """Arguments of :func:`make_pde_dataset` for a split (``train``, ``val`` or ``test``: three seeds)."""
+    """Arguments of :func:`make_pde_dataset` for a split (``train``, ``val`` or ``test``: three seeds). The held-out
+    splits run to max(traj_steps, horizon_steps) frames (the correlation horizon's rollout); the solver is
+    deterministic, so their first traj_steps frames are those of a traj_steps-long run."""
     check_choice("split", split, tuple(SPLIT_SEED_OFFSET))
     return dict(
         n_traj={"train": cfg.n_train, "test": cfg.n_test, "val": cfg.n_val}[split],
-        n_steps=cfg.traj_steps,
+        n_steps=cfg.traj_steps if split == "train" else max(cfg.traj_steps, cfg.horizon_steps),
         num_points=2 * grid_of(cfg, equation),
         seed=cfg.seed + SPLIT_SEED_OFFSET[split],
         **SETTINGS[equation],

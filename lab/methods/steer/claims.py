@@ -1,32 +1,41 @@
 """STEER's claims, each with its control; every measurement reads the run's Dataset alone
 (:func:`lab.methods.steer.experiment.run`).
 
-=====================  ========================================================================================
-claim                  control (the same measurement on a variant without the claimed property)
-=====================  ========================================================================================
-heldout_r2             the better no-plasticity model: c frozen at the first or at the last training session's value
-rule_recovered         the same regression on the inferred coefficients in shuffled session order (no law left)
-rollout_r              STEER's law driven by the wrong schedules (the test schedules rotated)
-beats_baselines        the same comparison with the no-plasticity model (frozen c) in STEER's place
-designed_protocol      a schedule designed with the learned law blind to the stimulation (ū terms dropped)
-off_assumption_bcm     as beats_baselines, on the full-rank BCM network, on more than 3/4 of the seeds
-joint_vs_two_stage     report row: the coupled (joint) fit against the two-stage fit, either way
-=====================  ========================================================================================
+=========================  ====================================================================================
+claim                      control (the same measurement on a variant without the claimed property)
+=========================  ====================================================================================
+heldout_r2                 no plasticity: c frozen at the first or carried forward from the last training session,
+                           each measured as STEER; the better of the two must fail on every benchmark in scope
+heldout_r2_off_assumption  report row: heldout_r2's measure on the full-rank bcm_network, against the true model's
+rule_recovered             the same regression on the inferred coefficients in shuffled session order (no law left)
+rollout_r                  STEER's law driven by the wrong schedules (the test schedules rotated)
+beats_baselines            the same comparison with the no-plasticity model (frozen c) in STEER's place
+designed_protocol          a schedule designed with the learned law blind to the stimulation (ū terms dropped)
+off_assumption_bcm         report row: the best baseline's error over STEER's on bcm_network, per seed (the margin
+                           is within seed noise at the seeds a run affords)
+joint_vs_two_stage         report row: the coupled (joint) fit against the two-stage fit, either way
+=========================  ====================================================================================
 
+The held-out claim is scoped to the benchmarks within the model's assumptions (low-rank change under a law of c
+and ū) whose true model's own free rollout passes the bar (the chaotic Lorenz sessions do not); it takes the worst
+unseen schedule, since a schedule that leaves the connectivity where training ended cannot tell plasticity from none.
 The no-plasticity models and the black-box GRU are learned: a claim that uses them as its control or as the
 baselines it beats checks their competence in the same run, on the training sessions each was fitted on
 (``train_fit_share``: the share of a reference's excess error over the truth's that they remove; 1 the truth, 0 the
-reference: one static connectivity for the GRU, no connectivity for one session's fit).
+reference: one static connectivity for the GRU, no connectivity for one session's fit; and, for the held-out claim,
+its own measure on those sessions, ``r2_recurrent_fitted``).
 The other controls are analytic: a permutation of the sessions, rotated schedules, the law with its stimulation
 terms zeroed, none retrained. The headline is ``rule_recovered``: the paper's title, inferring the plasticity rule.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import xarray as xr
 
-from lab.claims import MIN_SEED_SHARE, SEED_SHARE_UNIT, Claim, Competence, over_seeds, seed_share
+from lab.claims import Claim, Competence, over_seeds
 from lab.methods.steer.fitted import BASELINES
 
 __all__ = ["CLAIMS", "HELDOUT_R2", "rule_error"]
@@ -54,26 +63,71 @@ def _worst(vals: dict[str, float], low_is_bad: bool = True) -> str:
     return min(vals, key=key) if low_is_bad else max(vals, key=key)
 
 
-def _heldout(model: str):
-    def measure(ds: xr.Dataset):
-        names = _scope(ds, None, need="rollout")
-        vals = {b: float(ds.r2_recurrent.sel(benchmark=b, model=model)) for b in names}
-        worst = _worst(vals)
-        raw = {b: float(ds.r2_predicted.sel(benchmark=b, model=model)) for b in names}
-        out = [str(b) for b in ds.benchmark.values if str(b) not in names]
-        return vals[worst], "; ".join(f"{b}: {v:.3f} (activity R² {raw[b]:.3f})" for b, v in vals.items()) + \
-            ("; out of scope (the true model's own free rollout fails, R² " + ", ".join(
-                f"{b} {float(ds.r2_oracle.sel(benchmark=b)):.2f}" for b in out) + ")" if out else "")
-    return measure
+def _schedules(ds: xr.Dataset, b: str, model: str | None) -> dict[str, float]:
+    """R² of the recurrent part of held-out sessions, each unseen schedule apart (model None: the true model)."""
+    var = ds.r2_oracle_recurrent_schedule if model is None else ds.r2_recurrent_schedule.sel(model=model)
+    return {str(s): float(var.sel(benchmark=b, schedule=s)) for s in ds.schedule.values}
+
+
+def _worst_text(vals: dict[str, float]) -> str:
+    worst = _worst(vals)
+    return f"{vals[worst]:.3f} ({worst})"
+
+
+def _heldout(ds: xr.Dataset):
+    """STEER's held-out R² (recurrent part, free rollout), worst unseen schedule, worst benchmark within the
+    assumptions whose true model's own rollout passes; the out-of-scope benchmarks named with the reason."""
+    names = _scope(ds, True, need="rollout")
+    per = {b: _schedules(ds, b, "steer") for b in names}
+    vals = {b: min(v.values()) for b, v in per.items()}
+    text = "; ".join(f"{b}: " + ", ".join(f"{s} {v:.3f}" for s, v in per[b].items())
+                     + f" (pooled {float(ds.r2_recurrent.sel(benchmark=b, model='steer')):.3f}, true model's worst "
+                     f"{_worst_text(_schedules(ds, b, None))})" for b in names)
+    out = [str(b) for b in ds.benchmark.values if str(b) not in names]
+    reasons = {b: "off the low-rank assumption, its own row heldout_r2_off_assumption"
+               if not bool(ds.within_assumptions.sel(benchmark=b)) else
+               f"the true model's own free rollout fails, activity R² {float(ds.r2_oracle.sel(benchmark=b)):.2f}"
+               for b in out}
+    return min(vals.values()), text + ("; out of scope: " + "; ".join(f"{b} ({r})" for b, r in reasons.items())
+                                       if out else "")
 
 
 def _heldout_static(ds: xr.Dataset):
-    """As :func:`_heldout` for the better of the two no-plasticity models (frozen, free) on each benchmark."""
-    names = _scope(ds, None, need="rollout")
-    both = {b: {m: float(ds.r2_recurrent.sel(benchmark=b, model=m)) for m in NO_PLASTICITY} for b in names}
-    vals = {b: max(v.values()) for b, v in both.items()}
-    worst = _worst(vals)
-    return vals[worst], "; ".join(f"{b}: " + ", ".join(f"{m} {v:.3f}" for m, v in both[b].items()) for b in names)
+    """The claim's measure on each no-plasticity model (c frozen at the first, or carried forward from the last
+    training session): its worst schedule; the better of the two models per benchmark, and its best benchmark (each
+    control must fail on every benchmark in the claim's scope)."""
+    names = _scope(ds, True, need="rollout")
+    both = {b: {m: _schedules(ds, b, m) for m in NO_PLASTICITY} for b in names}
+    vals = {b: max(min(both[b][m].values()) for m in NO_PLASTICITY) for b in names}
+    best = max(vals, key=vals.get)
+    return vals[best], "; ".join(f"{b}: " + ", ".join(f"{m} worst {_worst_text(both[b][m])}" for m in NO_PLASTICITY)
+                                 for b in names) + f" (best benchmark: {best})"
+
+
+def _heldout_off(ds: xr.Dataset):
+    """As :func:`_heldout` off the assumptions (bcm_network), with the true model's and the baselines' values."""
+    names = _scope(ds, False)
+    vals, notes = {}, []
+    for b in names:
+        per = _schedules(ds, b, "steer")
+        vals[b] = min(per.values())
+        others = ", ".join(f"{m} {float(ds.r2_recurrent.sel(benchmark=b, model=m)):.3f}" for m in BASELINES)
+        notes.append(f"{b}: STEER worst {_worst_text(per)} (pooled "
+                     f"{float(ds.r2_recurrent.sel(benchmark=b, model='steer')):.3f}); true model worst "
+                     f"{_worst_text(_schedules(ds, b, None))} (pooled "
+                     f"{float(ds.r2_oracle_recurrent.sel(benchmark=b)):.4f}); pooled {others}")
+    return min(vals.values()), "full-rank plastic synapses, outside the model's rank-R change: " + "; ".join(notes)
+
+
+def _rollout_fit(models: tuple[str, ...]):
+    """Competence in the held-out measure: each model's free-rollout R² (recurrent part) on the training sessions
+    it was fitted on, worst model and benchmark in the claim's scope."""
+    def measure(ds: xr.Dataset):
+        names = _scope(ds, True, need="rollout")
+        vals = {(b, m): float(ds.r2_recurrent_fitted.sel(benchmark=b, model=m)) for b in names for m in models}
+        worst = _worst(vals)
+        return vals[worst], "; ".join(f"{b} {m}: {v:.3f}" for (b, m), v in vals.items())
+    return measure
 
 
 #: the competence bar of a learned baseline (train_fit_share): halfway from a static connectivity to the truth
@@ -158,19 +212,23 @@ def _ratio_over_baselines(within: bool, reference: str):
     return measure
 
 
-def _ratio_over_seeds(reference: str):
-    """As :func:`_ratio_over_baselines` off the assumptions, on each seed; the share of seeds on which the ratio
-    is above 1."""
-    def measure(ds: xr.Dataset):
-        names = _scope(ds, False)
-        err = ds.conn_error_seeds.sel(benchmark=names)
-        others = [m for m in BASELINES if m != reference]
-        ratio = (err.sel(model=others) / err.sel(model=reference)).min("model").min("benchmark")  # (run_seed,)
-        per_seed = ratio.values
-        return seed_share(per_seed > 1.0, detail=f"baseline error / {reference} error, best baseline, worst of "
-                          f"{', '.join(names)}, seeds {', '.join(str(int(x)) for x in ds.run_seed.values)}: "
-                          + ", ".join(f"{v:.3f}" for v in per_seed))
-    return measure
+def _off_assumption_seeds(ds: xr.Dataset):
+    """Off the assumptions, per seed: the best baseline's connectivity error over STEER's (> 1: STEER ahead); the
+    mean over seeds, each baseline's ratio per seed, and how many seeds would separate the mean from 1."""
+    names = _scope(ds, False)
+    err = ds.conn_error_seeds.sel(benchmark=names)
+    ratios = err.sel(model=list(BASELINES)) / err.sel(model="steer")  # (benchmark, run_seed, model)
+    per_seed = ratios.min("model").min("benchmark").values
+    mean, sd, n = float(per_seed.mean()), float(per_seed.std(ddof=1)) if len(per_seed) > 1 else math.nan, \
+        len(per_seed)
+    needed = math.ceil((2 * sd / abs(mean - 1)) ** 2) if np.isfinite(sd) and mean != 1 else math.nan
+    seeds = ds.run_seed.values
+    text = "; ".join(f"seed {int(s)}: " + ", ".join(f"{m} {float(ratios.sel(run_seed=s, model=m).min()):.2f}x"
+                                                     for m in BASELINES) for s in seeds)
+    return over_seeds(per_seed, "mean", f"best baseline's error / STEER's, worst of {', '.join(names)}: "
+                      + ", ".join(f"{v:.3f}" for v in per_seed) + f" (STEER ahead on {int((per_seed > 1).sum())} of "
+                      f"{n} seeds; mean {mean:.3f}, sd {sd:.3f}: separating the mean from 1 by two standard errors "
+                      f"would take about {needed} seeds); per baseline: {text}")
 
 
 def _designed(blind: bool):
@@ -217,18 +275,39 @@ CLAIMS = [
     Claim(
         name="heldout_r2",
         statement="Held-out sessions (never seen by the fit, c predicted by the learned law, not refitted) are "
-                  "reproduced by a free rollout over the whole session: R² of their recurrent part",
+                  "reproduced by a free rollout over the whole session under every unseen schedule: R² of their "
+                  "recurrent part, on the benchmarks within the model's assumptions",
         source="paper: within-session R² as the fit metric (abstract; benchmarks); the lab's check",
-        measure=_heldout("steer"),
+        measure=_heldout,
         op=">=",
         threshold=HELDOUT_R2,
-        threshold_source="the lab's bar: held-out R² >= 0.9 (worst benchmark), applied to the recurrent part "
-                         "1 - SSE / SSE(W = 0): the inputs alone explain ~95% of the activity variance",
+        threshold_source="the lab's bar: held-out R² >= 0.9 (worst unseen schedule, worst benchmark), applied to "
+                         "the recurrent part 1 - SSE / SSE(W = 0): the inputs alone explain ~95% of the activity "
+                         "variance",
         control=_heldout_static,
-        control_label="the better no-plasticity model on each benchmark: c frozen at the first or at the last "
-                      "training session's value (the held-out sessions continue from the last)",
-        competence=Competence("no-plasticity models (frozen, free) on the training session their c was fitted on",
-                              _fit_share(NO_PLASTICITY, None, need="rollout"), **BASELINE_COMPETENCE),
+        control_label="no plasticity: c frozen at the first training session's value, or carried forward from "
+                      "the last (the held-out sessions continue from it), the better of the two; its best benchmark, "
+                      "so that each must fail on every one",
+        competence=(
+            Competence("no-plasticity models (frozen, carried forward) on the training session their c was fitted "
+                       "on", _fit_share(NO_PLASTICITY, True, need="rollout"), **BASELINE_COMPETENCE),
+            Competence("no-plasticity models (frozen, carried forward): the claim's own measure, free-rollout R² "
+                       "(recurrent part) of the training session their c was fitted on", _rollout_fit(NO_PLASTICITY),
+                       op=">=", threshold=HELDOUT_R2, threshold_source="the claim's bar, in distribution: each "
+                       "control reproduces the session it was fitted on as the claim asks STEER to reproduce "
+                       "unseen ones"),
+        ),
+    ),
+    Claim(
+        name="heldout_r2_off_assumption",
+        statement="Report row: the held-out R² of heldout_r2 on the full-rank BCM network, outside the model's "
+                  "low-rank assumption, against the true model's",
+        source="paper: BCM-based network benchmark; the lab's check",
+        measure=_heldout_off,
+        op=">=",
+        threshold=HELDOUT_R2,
+        threshold_source="heldout_r2's bar, for reference: no claim is made off the assumptions",
+        report=True,
     ),
     Claim(
         name="rule_recovered",
@@ -289,20 +368,17 @@ CLAIMS = [
     ),
     Claim(
         name="off_assumption_bcm",
-        statement="On a full-rank BCM network (off the low-rank assumption) STEER still predicts the connectivity "
-                  "better than every baseline, on more than 3/4 of the seeds",
-        source="paper: BCM-based network benchmark",
-        measure=_ratio_over_seeds("steer"),
+        statement="Report row: on a full-rank BCM network (off the low-rank assumption), the best baseline's "
+                  "connectivity error under unseen schedules over STEER's, mean over seeds (> 1: STEER ahead)",
+        source="paper: BCM-based network benchmark (against MD-SSM there; here frozen, carried forward, GRU)",
+        measure=_off_assumption_seeds,
         op=">",
-        threshold=MIN_SEED_SHARE,
-        threshold_source="qualitative claim, as beats_baselines (best baseline's error / STEER's > 1), on more than "
-                         "3/4 of the seeds (4 of 5, all of 3): the margin is within seed noise, and a mean over "
-                         "seeds or a bare majority passes by chance",
-        unit=SEED_SHARE_UNIT,
-        control=_ratio_over_seeds("frozen"),
-        control_label="the same comparison with " + FROZEN + " in STEER's place",
+        threshold=1.0,
+        threshold_source="qualitative comparison, as beats_baselines; a report row: its margin is within seed "
+                         "noise at the seeds a run affords (the detail says how many would separate it)",
         competence=Competence("the baselines (frozen, free, black-box GRU) on the training sessions they were "
                               "fitted on, worst seed", _fit_share_seeds(BASELINES), **BASELINE_COMPETENCE),
+        report=True,
     ),
     Claim(
         name="joint_vs_two_stage",

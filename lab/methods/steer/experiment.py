@@ -11,12 +11,14 @@ For each benchmark (:mod:`lab.datasets.plasticity`):
    by any fit); predict every session's connectivity with STEER (library law), STEER (MLP law) and the baselines
    (frozen first-session coefficients, the last free coefficients carried forward, the GRU); score connectivity
    error, coefficient rollouts (control: the law under the wrong schedules) and the free rollout of each whole
-   session from its first recorded state (R² of the activity and of its recurrent part, against W = 0);
+   session from its first recorded state (R² of the activity and of its recurrent part, against W = 0, pooled and
+   per schedule);
 4. designed intervention: for targets reached by hidden random schedules, choose a schedule with the learned law,
    apply it to the true system and compare its distance to the target with random and constant schedules (control:
    a schedule designed with the law blind to the stimulation);
-5. competence of the learned baselines (:func:`training_fit`): each model on the training sessions it was fitted
-   on (the no-plasticity models on the session their c comes from, the GRU on every training session).
+5. competence of the learned baselines (:func:`training_fit`, and the held-out measure in distribution,
+   :func:`lab.methods.steer.fitted.fitted_rollout`): each model on the training sessions it was fitted on (the
+   no-plasticity models on the session their c comes from, the GRU on every training session).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from lab.methods.steer.fitted import (
     WITHIN_ASSUMPTIONS,
     Fitted,
     design_schedule,
+    fitted_rollout,
     predict_law,
     project,
     true_coefficients,
@@ -83,6 +86,11 @@ BENCHMARK = Schema(
         "connectivity (no coefficient refitted)"),
     Var("r2_recurrent", ("model",), "R² of the recurrent part of held-out sessions: 1 - SSE / SSE of the same "
         "model's free rollout with W = 0"),
+    Var("r2_recurrent_schedule", ("model", "schedule"), "as r2_recurrent, each unseen schedule apart"),
+    Var("r2_oracle_recurrent_schedule", ("schedule",), "as r2_oracle_recurrent, each unseen schedule apart"),
+    Var("r2_recurrent_fitted", ("model",), "competence in the held-out claim's own measure: R² of the recurrent "
+        "part of the free rollout of the training sessions each model was fitted on (frozen: the first, free: the "
+        "last, the others: all), with the fitted connectivity"),
     Var("train_fit_share", ("model",), "competence: on the training sessions each model was fitted on (frozen: "
         "the first, free: the last, the others: all), the share of a reference's excess windowed-prediction error "
         "over the true connectivity's that the model removes (1: true; 0: the reference, one static "
@@ -233,11 +241,11 @@ def _held_out(res: Results, fitted: Fitted, cfg: Config, ub_test: np.ndarray, te
     def rollout(W: np.ndarray, B_: np.ndarray, b_: np.ndarray) -> np.ndarray:
         return free_rollout(W, B_, b_, y_all, u_all, bench.dt, bench.feature)
 
-    sse = lambda pred: float(((pred - y_all) ** 2).sum())  # noqa: E731
+    sse = lambda pred: ((pred - y_all) ** 2).reshape(n_schedules, -1).sum(axis=1)  # noqa: E731  (schedule,)
     oracle = rollout(W_all, bench.true_B(), bench.true_bias())
     res["r2_oracle"] = r2(oracle, y_all)
-    res["r2_oracle_recurrent"] = 1.0 - sse(oracle) / sse(rollout(np.zeros_like(W_all), bench.true_B(),
-                                                                   bench.true_bias()))
+    e, e0 = sse(oracle), sse(rollout(np.zeros_like(W_all), bench.true_B(), bench.true_bias()))
+    res["r2_oracle_recurrent"], res["r2_oracle_recurrent_schedule"] = 1.0 - e.sum() / e0.sum(), 1.0 - e / e0
     res["ubar_test"] = ub_test
     res["c_true_test"] = c_true
     last_true = c_train_true[-1]
@@ -247,7 +255,8 @@ def _held_out(res: Results, fitted: Fitted, cfg: Config, ub_test: np.ndarray, te
         Bi, bi = fitted.input_weights(which)
         pred = rollout(W_hat.reshape(W_all.shape), Bi, bi)
         res["r2_predicted"][i] = r2(pred, y_all)
-        res["r2_recurrent"][i] = 1.0 - sse(pred) / sse(rollout(np.zeros_like(W_all), Bi, bi))
+        e, e0 = sse(pred), sse(rollout(np.zeros_like(W_all), Bi, bi))
+        res["r2_recurrent"][i], res["r2_recurrent_schedule"][i] = 1.0 - e.sum() / e0.sum(), 1.0 - e / e0
         if which == "blackbox":
             c_model = project(fitted.model, W_hat.reshape(W_all.shape)).reshape(n_schedules, cfg.K_test, -1)
         else:
@@ -329,6 +338,7 @@ def _evaluate_benchmark(name: str, cfg: Config, progress: bool = False) -> xr.Da
     _rule_controls(res, name, fitted, cfg, ub_test, np.concatenate([s.W for s in tests]))
     _design(res, name, fitted, cfg, rng, progress)
     res["train_fit_share"] = training_fit(fitted, cfg)
+    res["r2_recurrent_fitted"] = fitted_rollout(fitted)
     res["fit_evaluations"] = [fitted.model.fit_evaluations, fitted.gru.fit_evaluations]
     ds = res.build().expand_dims(benchmark=[name])
     ds = ds.assign_coords(within_assumptions=("benchmark", [name in WITHIN_ASSUMPTIONS]),

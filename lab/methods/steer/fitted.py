@@ -15,10 +15,18 @@ import torch
 
 from lab.checks import check_choice
 from lab.datasets.plasticity import PlasticityBenchmark, Sessions
-from lab.methods.steer.model import LibraryLaw, MLPLaw, SessionGRU, SteerModel, align_factors, rollout
+from lab.methods.steer.model import (
+    LibraryLaw,
+    MLPLaw,
+    SessionGRU,
+    SteerModel,
+    align_factors,
+    free_rollout,
+    rollout,
+)
 
 __all__ = ["BASELINES", "MODELS", "PROTOCOLS", "WITHIN_ASSUMPTIONS", "Alignment", "Fitted", "design_schedule",
-           "make_alignment", "predict_law", "project", "true_coefficients"]
+           "fitted_rollout", "make_alignment", "predict_law", "project", "true_coefficients"]
 
 MODELS = ("steer", "steer_mlp", "frozen", "free", "blackbox")
 BASELINES = ("frozen", "free", "blackbox")
@@ -126,6 +134,31 @@ class Fitted:
     def input_weights(self, which: str) -> tuple[np.ndarray, np.ndarray]:
         net = self.gru if which == "blackbox" else self.model
         return net.B.detach().double().numpy(), net.b.detach().double().numpy()
+
+
+def fitted_rollout(fitted: Fitted) -> np.ndarray:
+    """(model,) R² of the recurrent part of each model's free rollout of the training sessions it was fitted on
+    (frozen: the first session with its c, free: the last, STEER and the GRU: every session), against the same
+    model with W = 0: the held-out claim's measure, in distribution (NaN for the GRU when it was not fitted)."""
+    bench, train = fitted.bench, fitted.train
+    W_steer = fitted.connectivity(fitted.c_model)
+
+    def score(W: np.ndarray, which: str, at: slice) -> float:
+        B, b = fitted.input_weights(which)
+        y, u = train.y[at], train.u[at]
+        sse = [float(((free_rollout(w, B, b, y, u, bench.dt, bench.feature) - y) ** 2).sum())
+               for w in (W, np.zeros_like(W))]
+        return 1.0 - sse[0] / sse[1]
+
+    K = train.K
+    out = {"steer": score(W_steer, "steer", slice(None)), "frozen": score(W_steer[:1], "steer", slice(0, 1)),
+           "free": score(W_steer[-1:], "steer", slice(K - 1, K))}
+    out["steer_mlp"] = out["steer"]
+    if fitted.gru is not None:
+        with torch.no_grad():
+            W_gru, _ = fitted.gru.connectivity(torch.as_tensor(train.ubar, dtype=torch.float32))
+        out["blackbox"] = score(W_gru.double().numpy(), "blackbox", slice(None))
+    return np.array([out.get(m, np.nan) for m in MODELS])
 
 
 def design_schedule(law: torch.nn.Module, c_start: np.ndarray, target: np.ndarray, horizon: int, u_max: float, *,

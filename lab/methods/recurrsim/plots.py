@@ -72,7 +72,7 @@ def horizon_vs_K(ds: xr.Dataset, equation: str) -> hv.Overlay:
     (horizon_steps = never decorrelated)."""
     H = ds.attrs.get("horizon_steps", int(ds.step.size) - 1)
     return _by_K(ds, "tau_mean", equation, "tau (frames)",
-                 f"{equation}: correlation horizon over a {H}-frame rollout (mean over alpha = "
+                 f"{equation}: correlation horizon, {H}-frame rollout (mean over α = "
                  f"{float(ds.alpha.min()):.2f}..{float(ds.alpha.max()):.2f})", logy=False,
                  extra=_untrained_depths(ds))
 
@@ -307,6 +307,7 @@ def discussion(ds: xr.Dataset, claims) -> str:
         d = ds.sel(equation=eq)
         rs = [f"K = {k}: {err(d, 'recurrsim', k):.3g}" for k in K]
         fk = [f"K = {k}: {err(d, 'fixed_k', k):.3g}" for k in K if k >= kf]
+        settle = err(d, "fixed_k", K[-1]) / err(d, "fixed_k", K[-2]) if len(K) > 1 else 1.0
         tau = d.tau_mean.sel(model="recurrsim")
         kv = needed_depth(d.val_nrmse.sel(model="recurrsim"))
         kd = needed_depth(d.val_nrmse.sel(model="deq"))
@@ -318,8 +319,12 @@ def discussion(ds: xr.Dataset, claims) -> str:
             f"with the depth frozen at {ds.attrs.get('kblind_depth', '?')} (K-blind) stay at "
             f"{float(d.nrmse.sel(model='kblind').isel(K=0)):.3g} whatever K is asked. Correlation horizon "
             f"{float(tau.sel(K=K[0])):.3g} frames at K = {K[0]} and {float(tau.sel(K=K[-1])):.3g} at K = {K[-1]} "
-            f"(of a {ds.attrs.get('horizon_steps', int(d.step.size) - 1)}-frame rollout).",
-            f"  The network trained at K = {kf} only, the depth claims' control: {', '.join(fk)}"
+            f"(rollout of {ds.attrs.get('horizon_steps', int(d.step.size) - 1)} frames; the fixed-K model: "
+            f"{float(d.tau_mean.sel(model='fixed_k', K=K[0])):.3g} and "
+            f"{float(d.tau_mean.sel(model='fixed_k', K=K[-1])):.3g}).",
+            f"  The network trained at K = {kf} only, the depth claims' control: {', '.join(fk)} ("
+            + (f"settled: x{settle:.3g} from K = {K[-2]} to {K[-1]}, a fixed point rather than a divergence)"
+               if abs(settle - 1) < 0.01 else f"still moving: x{settle:.3g} from K = {K[-2]} to {K[-1]})")
             + (f"; its one-step error at K = {kf} is {float(d.one_step_nrmse.sel(model='fixed_k', K=kf)):.3g} "
                f"against {float(d.persistence_one_step_nrmse):.3g} for predicting no change (its competence)."
                if "persistence_one_step_nrmse" in d and kf in K else "."),

@@ -22,8 +22,8 @@ from lab.datasets.sequences import SequenceTask
 from lab.methods.compressm import model as M
 from lab.methods.compressm.config import Config
 
-__all__ = ["CUTS", "EVAL_POINTS", "MODELS", "SCRATCH_B_OFFSET", "Reducer", "check_steps", "replayed_times",
-           "robust_time", "size_schedule", "train_run", "warm_up"]
+__all__ = ["CUTS", "EVAL_POINTS", "MODELS", "SCRATCH_B_OFFSET", "Reducer", "build_model", "check_steps",
+           "replayed_times", "robust_time", "size_schedule", "train_run", "warm_up"]
 
 #: the runs of a seed: full size; CompreSSM; from scratch at CompreSSM's final sizes; truncation keeping random
 #: states (the paper's ablation); and the controls: a second random truncation, a second from-scratch model
@@ -116,6 +116,13 @@ class Reducer:
         self.cut_draws.append(draws)
 
 
+def build_model(cfg: Config, task: SequenceTask, d_state):
+    """The config's LRU classifier with ``d_state`` states per block (an int, or one per layer), its eigenvalues
+    drawn on the ring ``r_min <= |λ| <= r_max`` (from torch's global generator: seed it first)."""
+    return build_classifier(task, "lru", d_model=cfg.d_model, n_layers=cfg.n_layers, d_state=d_state,
+                            mixer_kwargs={"r_min": cfg.r_min, "r_max": cfg.r_max})
+
+
 def train_run(cfg: Config, task: SequenceTask, seed: int, *, d_state=None, tau: float | None = None,
               mode: str | None = "hsv", rng_stream: int = 99, progress: bool = False, desc: str = "train") -> dict:
     """Train one model from seed ``seed``; with ``tau``, reduce it during training (``mode`` hsv or random).
@@ -128,8 +135,7 @@ def train_run(cfg: Config, task: SequenceTask, seed: int, *, d_state=None, tau: 
         work (MAC), the reducer and the evaluation history.
     """
     seed_everything(seed)
-    model = build_classifier(task, "lru", d_model=cfg.d_model, n_layers=cfg.n_layers,
-                             d_state=cfg.d_state if d_state is None else d_state)
+    model = build_model(cfg, task, cfg.d_state if d_state is None else d_state)
     reducer = Reducer(cfg, task, tau, mode if tau is not None else None, np.random.default_rng([seed, rng_stream]))
     res = fit_classifier(model, task, cfg, seed, progress=progress, desc=desc, on_step=reducer,
                          eval_data=(task.x_test, task.y_test),
@@ -152,7 +158,7 @@ def robust_time(step_times: np.ndarray, window: int) -> float:
 def warm_up(cfg: Config, task: SequenceTask) -> None:
     """One untimed forward and backward pass, so that no timed run pays for just-in-time compilation."""
     seed_everything(cfg.seed)
-    model = build_classifier(task, "lru", d_model=cfg.d_model, n_layers=cfg.n_layers, d_state=cfg.d_state)
+    model = build_model(cfg, task, cfg.d_state)
     model(task.x_train[: cfg.batch_size]).sum().backward()
 
 
@@ -188,7 +194,7 @@ def replayed_times(cfg: Config, task: SequenceTask, schedules: dict, repeats: in
     steps = {}
     for sizes in distinct:
         seed_everything(cfg.seed)
-        model = build_classifier(task, "lru", d_model=cfg.d_model, n_layers=cfg.n_layers, d_state=list(sizes))
+        model = build_model(cfg, task, list(sizes))
         steps[sizes] = (model, torch.optim.AdamW(model.parameters(), lr=cfg.lr))
     times: dict = {sizes: [] for sizes in distinct}
     for _ in range(repeats + 1):  # the first round warms up

@@ -53,7 +53,8 @@ class Config(BaseConfig):
     update: Literal["sync", "async"] = "sync"
     """Synchronous (all spins at once, the paper's setting) or asynchronous (random order, energy never rises)."""
     eps: Annotated[float, Range(0.0, 1.0, lo_open=True, hi_open=True)] = 0.02
-    """Converged when m >= 1 - eps: defines the convergence time."""
+    """Converged when m >= m_s(alpha) - eps, m_s the recursion's retrieval fixed point at that load (1 - eps for
+    F = exp): defines the convergence time; a trial that never gets there within the run is counted apart."""
     retrieved: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 0.5
     """A trajectory from m0 < 1 retrieves the pattern when its final overlap is at least this (basin edge); for
     n >= 3 the outcomes are bimodal (m -> 0 or m -> ~1), so any value in between separates them."""
@@ -87,9 +88,9 @@ class Config(BaseConfig):
 
     def run_budget(self) -> Budget:
         """Memory: the recorded trajectories (alpha x m0 x trial x step floats for order n, the n = 2 grid and the
-        side-by-side comparison; three copies while the Dataset is built) and the largest pattern matrix with its
-        P x m0 overlaps. Work: every sweep of every trajectory computes the overlaps and the fields, 4 P N
-        operations per state (capacity runs: one state per trial)."""
+        side-by-side comparison with its one-step-ahead errors; three copies while the Dataset is built) and the
+        largest pattern matrix with its P x m0 overlaps. Work: every sweep of every trajectory computes the overlaps
+        and the fields, 4 P N operations per state (capacity runs: one state per trial)."""
         M, T = len(self.m0s), self.steps + 1
         big_n2 = max(self.N_n2, default=0)
         crit = [CRITICAL_LOADS[self.n] * max(self.loads), CRITICAL_LOADS[2] * max(self.loads)]
@@ -98,7 +99,8 @@ class Config(BaseConfig):
         shapes += [(self.N, max(1, round(crit[0] * self.N ** (self.n - 1)))), (self.N, round(crit[1] * self.N))]
         patterns = max(8.0 * N * P * 2 + 8.0 * 3 * M * P for N, P in shapes)
         n2 = len(self.alphas_n2) if big_n2 else 0
-        records = 8.0 * 3 * M * self.trials * (T * (len(self.alphas) + n2 + 2 * len(self.loads)) + 2 * self.lags)
+        # the side-by-side runs keep two (order) x loads trajectories and their one-step-ahead errors
+        records = 8.0 * 3 * M * self.trials * (T * (len(self.alphas) + n2 + 4 * len(self.loads)) + 2 * self.lags)
         per_state = 4.0 * M * self.trials * self.steps
         work = per_state * sum(self.patterns(a) * self.N for a in self.alphas)
         work += per_state * sum(max(1, round(a * big_n2)) * big_n2 for a in self.alphas_n2) if big_n2 else 0.0

@@ -27,8 +27,10 @@ def order_schema(n: int, s: str) -> Schema:
         Var(f"m{s}", (a, "m0", "trial", "step"), f"overlap with pattern 1 (n = {n}, simulated)"),
         Var(f"m_theory{s}", (a, "m0", "step"), f"overlap from the signal-to-noise recursion (n = {n})",
             missing=_NO_THEORY),
-        Var(f"t_conv{s}", (a, "m0", "trial"), "steps until m >= 1 - eps (NaN: never)", "sweeps"),
-        Var(f"t_conv_theory{s}", (a, "m0"), "recursion's steps until m >= 1 - eps", "sweeps"),
+        Var(f"target{s}", (a,), "convergence target: the recursion's retrieval fixed point m_s(alpha) - eps (NaN: "
+            "none at this load; 1 - eps without a recursion)"),
+        Var(f"t_conv{s}", (a, "m0", "trial"), "steps until m >= target (NaN: never within the run)", "sweeps"),
+        Var(f"t_conv_theory{s}", (a, "m0"), "recursion's steps until m >= target (NaN: never)", "sweeps"),
         Var(f"p_retrieve{s}", (a, "m0"), "fraction of trials with final overlap >= retrieved"),
         Var(f"basin_edge{s}", (a,), "simulated basin edge (m0 at p_retrieve = 1/2)"),
         Var(f"basin_edge_theory{s}", (a,), "unstable fixed point m_u of the recursion"),
@@ -56,15 +58,23 @@ COMPARE = Schema(
     Var("m_cmp", ("order", "load", "m0", "trial", "step"), "overlap with pattern 1 (simulated)"),
     Var("m_theory_cmp", ("order", "load", "m0", "step"), "overlap from the signal-to-noise recursion",
         missing=_NO_THEORY),
-    Var("t_conv_cmp", ("order", "load", "m0", "trial"), "steps until m >= 1 - eps (NaN: never)", "sweeps"),
-    Var("t_conv_theory_cmp", ("order", "load", "m0"), "recursion's steps until m >= 1 - eps (NaN: never)",
+    Var("one_step_error_cmp", ("order", "load", "m0", "trial", "step"), "one-step-ahead error m(t+1) - f_n(m(t)) "
+        "of the recursion applied to the simulated overlap (NaN at the last step, or without a recursion)"),
+    Var("target_cmp", ("order", "load"), "convergence target: the recursion's retrieval fixed point m_s(alpha) - eps "
+        "(1 - eps without a recursion)"),
+    Var("t_conv_cmp", ("order", "load", "m0", "trial"), "steps until m >= target_cmp (NaN: never within the run, "
+        "censored)", "sweeps"),
+    Var("never_cmp", ("order", "load", "m0"), "trials that never reached target_cmp within the run (censored)",
+        "trials", dtype=int),
+    Var("t_conv_theory_cmp", ("order", "load", "m0"), "recursion's steps until m >= target_cmp (NaN: never)",
         "sweeps"),
     Var("self_corr_cmp", ("order", "load", "m0", "trial", "lag"), "C(0, s): correlation over spins of xi sigma(0) "
         "with the crosstalk z(s) s sweeps later"),
     Var("alpha_cmp", ("order", "load"), "absolute load P / N^(order-1)"),
     Var("critical_load_ref_cmp", ("order",), "critical load the relative loads refer to (order n: the recursion's "
         "saddle-node; n = 2: AGS)"),
-    Var("basin_edge_theory_cmp", ("load",), "order n's recursion basin edge m_u at each relative load"),
+    Var("basin_edge_theory_cmp", ("order", "load"), "each order's recursion basin edge: the smallest start it "
+        "retrieves from (n >= 3: m_u; n = 2: 0, m = 0 being unstable)"),
     coords={"order": Coord("order n of F(x) = x^n", "1"), "load": Coord("load relative to the order's critical load",
                                                                         "1"),
             "lag": Coord("sweeps s after the start", "sweeps"), **GRID},
@@ -137,8 +147,10 @@ def _order_dataset(cfg: Config, n: int, N: int, alphas, suffix: str, rng, progre
     m, m_th = res[f"m{s}"][...], res[f"m_theory{s}"][...]  # (alpha, m0, trial, step), (alpha, m0, step)
     p_ret = (m[..., -1] >= cfg.retrieved).mean(axis=2)  # (alpha, m0)
     res[f"p_retrieve{s}"] = p_ret
-    res[f"t_conv{s}"] = measures.first_hit(m, cfg.eps)
-    res[f"t_conv_theory{s}"] = measures.first_hit(m_th, cfg.eps)
+    target = np.array([theory.retrieval_overlap(a, n) - cfg.eps if has_theory else 1.0 - cfg.eps for a in alphas])
+    res[f"target{s}"] = target
+    res[f"t_conv{s}"] = measures.first_hit(m, target[:, None, None])
+    res[f"t_conv_theory{s}"] = measures.first_hit(m_th, target[:, None])
     res[f"basin_edge{s}"] = [measures.basin_edge(m0s, p_ret[a]) for a in range(len(alphas))]
     res[f"basin_edge_theory{s}"] = [theory.basin_edge(a, n) if has_theory else np.nan for a in alphas]
     if m0s[-1] == 1.0:  # critical load: does a run started at the pattern itself keep it?
@@ -223,9 +235,22 @@ def _compare_orders(cfg: Config, rng, progress: bool) -> xr.Dataset:
                                                                                                      rng)
             if cfg.F == "power":
                 res["m_theory_cmp"][o, r] = [theory.recursion(x, alphas[o, r], k, cfg.steps) for x in m0s]
-    res["t_conv_cmp"] = measures.first_hit(res["m_cmp"][...], cfg.eps)
-    res["t_conv_theory_cmp"] = measures.first_hit(res["m_theory_cmp"][...], cfg.eps)
-    res["basin_edge_theory_cmp"] = [theory.basin_edge(a, cfg.n) if cfg.F == "power" else np.nan for a in alphas[0]]
+    power = cfg.F == "power"
+    m = res["m_cmp"][...]  # (order, load, m0, trial, step)
+    error = np.full(m.shape, np.nan)
+    if power:  # e(t) = m(t+1) - f_n(m(t)): the recursion one step ahead of each simulated overlap
+        for o, k in enumerate(orders):
+            for r in range(len(loads)):
+                error[o, r, ..., :-1] = m[o, r, ..., 1:] - theory.recursion_step(m[o, r, ..., :-1], alphas[o, r], k)
+    res["one_step_error_cmp"] = error
+    target = np.array([[theory.retrieval_overlap(a, k) - cfg.eps if power else 1.0 - cfg.eps for a in alphas[o]]
+                       for o, k in enumerate(orders)])  # (order, load)
+    res["target_cmp"] = target
+    res["t_conv_cmp"] = t_conv = measures.first_hit(m, target[:, :, None, None])
+    res["never_cmp"] = np.isnan(t_conv).sum(axis=-1)
+    res["t_conv_theory_cmp"] = measures.first_hit(res["m_theory_cmp"][...], target[:, :, None])
+    res["basin_edge_theory_cmp"] = [[theory.retrieval_edge(a, k) if power else np.nan for a in alphas[o]]
+                                    for o, k in enumerate(orders)]
     return res.build()
 
 

@@ -26,7 +26,8 @@ def explore(
 
     Returns:
         Dataset with m (m0, trial, step), m_theory (m0, step), t_conv (m0, trial), t_conv_theory (m0),
-        p_retrieve (m0), and attrs basin_edge (simulated) and basin_edge_theory.
+        p_retrieve (m0), and attrs basin_edge (simulated), basin_edge_theory and target (the convergence
+        target m_s(alpha) - eps, m_s the recursion's retrieval fixed point).
     """
     cfg = Config(n=n, N=N, alphas=(alpha,), N_n2=(), m0s=(m0,), trials=trials, steps=steps, update=update,
                  eps=eps, retrieved=retrieved, seed=seed, lags=1)  # validates the arguments; lags unused here
@@ -39,18 +40,19 @@ def explore(
     m = m.reshape(len(grid), trials, steps + 1)
     m_th = np.stack([theory.recursion(x, alpha, n, steps) for x in grid])
     p = (m[..., -1] >= retrieved).mean(axis=1)
+    target = theory.retrieval_overlap(alpha, n) - eps  # NaN above the recursion's critical load: never converges
     ds = xr.Dataset(
         {
             "m": (("m0", "trial", "step"), m, {"long_name": "overlap (simulated)", "units": "1"}),
             "m_theory": (("m0", "step"), m_th, {"long_name": "overlap (recursion)", "units": "1"}),
-            "t_conv": (("m0", "trial"), measures.first_hit(m, eps), {"long_name": "convergence time",
-                                                                 "units": "sweeps"}),
-            "t_conv_theory": (("m0",), measures.first_hit(m_th, eps), {"long_name": "recursion's convergence time",
-                                                               "units": "sweeps"}),
+            "t_conv": (("m0", "trial"), measures.first_hit(m, target),
+                       {"long_name": "steps until m >= m_s(alpha) - eps (NaN: never)", "units": "sweeps"}),
+            "t_conv_theory": (("m0",), measures.first_hit(m_th, target),
+                              {"long_name": "recursion's steps until m >= m_s(alpha) - eps", "units": "sweeps"}),
             "p_retrieve": (("m0",), p, {"long_name": "fraction of trials that retrieve", "units": "1"}),
         },
         coords={"m0": grid, "trial": np.arange(trials), "step": np.arange(steps + 1)},
-        attrs=dict(n=n, N=N, alpha=alpha, chosen_m0=m0, P=cfg.patterns(alpha), update=update,
+        attrs=dict(n=n, N=N, alpha=alpha, chosen_m0=m0, P=cfg.patterns(alpha), update=update, target=target,
                    basin_edge=measures.basin_edge(grid, p), basin_edge_theory=theory.basin_edge(alpha, n)),
     )
     return ds

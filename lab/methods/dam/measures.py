@@ -7,9 +7,13 @@ import math
 import numpy as np
 
 
-def first_hit(m: np.ndarray, eps: float) -> np.ndarray:
-    """Convergence time along the last axis: first step with m >= 1 - eps (NaN if never)."""
-    hit = m >= 1.0 - eps
+def first_hit(m: np.ndarray, target) -> np.ndarray:
+    """Convergence time along the last axis: first step with m >= target (NaN if never, or if the target is NaN).
+
+    Arguments:
+        m: (..., steps + 1) overlaps; target: a number or an array broadcast against ``m[..., 0]``.
+    """
+    hit = m >= np.asarray(target, dtype=float)[..., None]
     t = np.argmax(hit, axis=-1).astype(float)
     t[~hit.any(axis=-1)] = np.nan
     return t

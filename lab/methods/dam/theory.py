@@ -32,13 +32,20 @@ def noise_scale(alpha: float, n: int) -> float:
     return math.sqrt(2.0 * alpha * double_factorial(2 * n - 3))
 
 
+def recursion_step(m, alpha: float, n: int):
+    """One step of the memoryless recursion, f_n(m) = erf(m^(n-1) / sqrt(2 α (2n-3)!!)), element-wise (for even n
+    the power keeps the sign of m: the signal n (Nm)^(n-1) is odd in m; for odd n it is even)."""
+    m = np.asarray(m, dtype=float)
+    power = m ** (n - 1) if n % 2 == 1 else np.sign(m) * np.abs(m) ** (n - 1)
+    return erf(power / noise_scale(alpha, n))
+
+
 def recursion(m0: float, alpha: float, n: int, steps: int) -> np.ndarray:
     """m(t) for t = 0..steps from the memoryless signal-to-noise recursion; returns (steps + 1,)."""
-    s = noise_scale(alpha, n)
     m = np.empty(steps + 1)
     m[0] = m0
     for t in range(steps):
-        m[t + 1] = erf(np.sign(m[t]) * abs(m[t]) ** (n - 1) / s) if n % 2 == 0 else erf(m[t] ** (n - 1) / s)
+        m[t + 1] = recursion_step(m[t], alpha, n)
     return m
 
 
@@ -62,6 +69,14 @@ def basin_edge(alpha: float, n: int) -> float:
         return math.nan
     roots = fixed_points(alpha, n)
     return roots[0] if len(roots) >= 2 else math.nan
+
+
+def retrieval_edge(alpha: float, n: int) -> float:
+    """The smallest start from which the recursion retrieves: m_u(α) for n ≥ 3; for n = 2, 0 while m = 0 is
+    unstable (α < 2/π: every positive start climbs); NaN where the recursion has no retrieval fixed point."""
+    if n >= 3:
+        return basin_edge(alpha, n)
+    return 0.0 if alpha < 2.0 / math.pi else math.nan
 
 
 def retrieval_overlap(alpha: float, n: int) -> float:

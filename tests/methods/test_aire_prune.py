@@ -217,6 +217,27 @@ def test_ci_run_has_the_documented_dims(ci_result):
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
+def test_each_kind_trains_and_reports_at_its_own_state_size(monkeypatch, tmp_path):
+    """The LRU at lru_d_state, S5 at d_state: the cache keys, the models, the padded layer views (NaN past the LRU's
+    states) and the pruned share (of each kind's own states) follow."""
+    import lab
+    from lab.methods.aire_prune.train import training_key
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    cfg = Config.from_profile("ci", lru_d_state=8, ratios=(0.0, 0.5), random_draws=1, n_seeds=2)
+    assert training_key(cfg, "lru", 0)["d_state"] == 8 and training_key(cfg, "s5", 0)["d_state"] == 16
+    assert cfg.run_budget().work < Config.from_profile("ci", n_seeds=2).run_budget().work
+    ds = lab.run("aire_prune", "ci", config=cfg, progress=False).data
+    assert ds.sizes["state"] == 16 and ds.attrs["lru_d_state"] == 8
+    lru, s5 = ds.energy.sel(kind="lru"), ds.energy.sel(kind="s5")
+    assert np.isfinite(lru.isel(state=slice(0, 8))).all() and np.isnan(lru.isel(state=slice(8, None))).all()
+    assert np.isfinite(s5).all() and int(ds.kept_headline.sel(kind="lru").isel(state=slice(8, None)).sum()) == 0
+    assert ds.states_kept.sel(kind="lru", ratio=0.0).sum("layer").values.tolist() == [[8 * cfg.n_layers] * 5] * 2
+    np.testing.assert_allclose(ds.pruned_fraction.sel(ratio=0.5), 0.5)
+    kept = ds.kept_headline.sel(kind="lru").sum(("layer", "state"))
+    np.testing.assert_array_equal(kept, 4 * cfg.n_layers)
+
+
 def test_lru_normalisation_cancels_aires_denominator():
     """The LRU's reason: with γ = sqrt(1 - |λ|²) (its initialisation), AIRE's energy is ||C_i||² ||B_i||² of the raw
     B, whatever |λ_i|; S5's energy keeps its denominator."""

@@ -183,9 +183,10 @@ def _lru_report(ds: xr.Dataset) -> Measurement:
     energy, kept = ds.energy, ds.kept_headline
     removed = ((energy * (1 - kept)).sum(("layer", "state")) / energy.sum(("layer", "state"))).mean("seed")
     lo, med, hi = np.percentile(norm, [5, 50, 95])
-    return Measurement(m.value, f"{m.detail}. Why: the trained LRU's γ²/(1-|λ|²) is {med:.2f} (5-95%: {lo:.2f}-"
-                                f"{hi:.2f}), so AIRE's energy is nearly ||C_i||² ||B_i||², blind to |λ|, and pruning "
-                                f"{float(ds.attrs['headline_ratio']):.0%} of the states removes "
+    sizes = f"{ds.attrs.get('lru_d_state', ds.attrs.get('d_state'))} states per layer, S5 {ds.attrs.get('d_state')}"
+    return Measurement(m.value, f"{m.detail}; {sizes}. Why: the trained LRU's γ²/(1-|λ|²) is {med:.2f} (5-95%: "
+                                f"{lo:.2f}-{hi:.2f}), so AIRE's energy is nearly ||C_i||² ||B_i||², blind to |λ|, "
+                                f"and pruning {float(ds.attrs['headline_ratio']):.0%} of the states removes "
                                 + ", ".join(f"{float(removed.sel(kind=k)):.0%} of the {k.upper()}'s energy"
                                             for k in ds.kind.values), m.per_seed)
 

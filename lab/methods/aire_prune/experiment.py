@@ -77,9 +77,16 @@ def _layer_view(model, cfg: Config) -> dict[str, np.ndarray]:
     for k, idx in enumerate(keep):
         mask[k, idx] = 1
     gamma = [torch.exp(2 * layer.gamma_log).detach().cpu().numpy() if hasattr(layer, "gamma_log")
-             else np.full(cfg.d_state, np.nan) for layer in layers]
+             else np.full(lam.shape[1], np.nan) for layer in layers]
     return {"eig_real": lam.real, "eig_imag": lam.imag, "energy": energy, "kept_headline": mask,
             "gamma_norm": np.stack(gamma) / (1.0 - np.abs(lam) ** 2)}
+
+
+def _padded(value: np.ndarray, width: int) -> np.ndarray:
+    """``value`` (layer, state) widened to ``width`` states: NaN (floats) or 0 (ints) for states a kind lacks."""
+    pad = np.full((value.shape[0], width - value.shape[1]), np.nan if value.dtype.kind in "fc" else 0,
+                  dtype=value.dtype)
+    return np.concatenate([value, pad], axis=1)
 
 
 _KS = ("kind", "seed")
@@ -99,10 +106,12 @@ SCHEMA = Schema(
     Var("accuracy_full", _KS, "test accuracy, unpruned", "%"),
     Var("train_time", _KS, "training wall time when the weights were trained (stored with the cached weights)", "s"),
     Var("from_cache", _KS, "weights loaded from the cache", dtype=int),
-    Var("eig_real", (*_KS, "layer", "state"), "Re λ of the discretised state matrix"),
-    Var("eig_imag", (*_KS, "layer", "state"), "Im λ of the discretised state matrix"),
-    Var("energy", (*_KS, "layer", "state"), "AIRE energy ||C_i||² ||B̄_i||² / (1 - |λ_i|²)"),
-    Var("kept_headline", (*_KS, "layer", "state"), "kept by AIRE at the headline ratio", dtype=int),
+    Var("eig_real", (*_KS, "layer", "state"), "Re λ of the discretised state matrix (NaN past the kind's states)"),
+    Var("eig_imag", (*_KS, "layer", "state"), "Im λ of the discretised state matrix (NaN past the kind's states)"),
+    Var("energy", (*_KS, "layer", "state"), "AIRE energy ||C_i||² ||B̄_i||² / (1 - |λ_i|²) (NaN past the kind's "
+        "states: the LRU and S5 may have different sizes)"),
+    Var("kept_headline", (*_KS, "layer", "state"), "kept by AIRE at the headline ratio (0 past the kind's states)",
+        dtype=int),
     Var("gamma_norm", (*_KS, "layer", "state"), "LRU: γ_i² / (1 - |λ_i|²), 1 at initialisation, where it cancels "
         "AIRE's denominator (NaN for S5, which has no γ)"),
     Var("pruned_fraction", (*_KS, "score", "ratio"), "share of all states removed"),
@@ -123,9 +132,11 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         Dataset with dims kind, seed, score, ratio, draw, layer, state (see each variable's long_name).
     """
     task = load_task(cfg)
+    sizes = np.array([cfg.state_size(kind) for kind in cfg.kinds])  # states per layer of each kind
+    width = int(sizes.max())
     res = SCHEMA.new(kind=list(cfg.kinds), seed=list(cfg.seeds), score=list(cfg.scores),
                      ratio=np.asarray(cfg.ratios, float), draw=np.arange(cfg.random_draws),
-                     layer=np.arange(cfg.n_layers), state=np.arange(cfg.d_state))
+                     layer=np.arange(cfg.n_layers), state=np.arange(width))
     with threads(cfg.threads):
         for k, kind in enumerate(cfg.kinds):
             for j, seed in enumerate(cfg.seeds):
@@ -136,8 +147,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                 res["accuracy_full"][k, j] = accuracy_on_test(model, task)
                 _sweep(res, k, j, model, cfg, task, seed, progress=progress)
                 for name, value in _layer_view(model, cfg).items():
-                    res[name][k, j] = value
-    res["pruned_fraction"] = 1.0 - res["states_kept"][...].sum(-1) / (cfg.n_layers * cfg.d_state)
+                    res[name][k, j] = _padded(value, width)
+    res["pruned_fraction"] = 1.0 - res["states_kept"][...].sum(-1) / (cfg.n_layers * sizes[:, None, None, None])
     return res.build(attrs={"dataset": task.name, "headline_ratio": cfg.headline_ratio, "n_layers": cfg.n_layers,
-                            "d_state": cfg.d_state, "d_model": cfg.d_model, "n_test": len(task.x_test),
+                            "d_state": cfg.d_state, "lru_d_state": cfg.lru_d_state, "d_model": cfg.d_model,
+                            "n_test": len(task.x_test),
                             "n_classes": task.n_classes})

@@ -72,6 +72,7 @@ def eigenvalues(ds: xr.Dataset, kind: str, layer: int = 0) -> hv.Overlay:
     """One layer's eigenvalues λ in the complex plane: kept (blue) or pruned (red) by AIRE at the headline ratio,
     marker area growing with the AIRE energy."""
     sub = ds.sel(kind=kind, layer=layer).isel(seed=0)
+    sub = sub.isel(state=np.flatnonzero(np.isfinite(sub.energy.values)))  # the kind's own states
     kept = sub.kept_headline.values.astype(bool)
     e = sub.energy.values
     size = 4 + 14 * np.sqrt(e / e.max())
@@ -95,6 +96,7 @@ def energy_spectrum(ds: xr.Dataset, kind: str) -> hv.Overlay:
     items = []
     for k, layer in enumerate(sub.layer.values):
         e = np.sort(sub.sel(layer=layer).values)[::-1]
+        e = e[np.isfinite(e)]  # the kind's own states
         items.append(hv.Curve((np.arange(1, len(e) + 1), e / e.sum()), "rank", "share of layer energy",
                               label=f"layer {int(layer)}").opts(color=PALETTE[k % len(PALETTE)]))
     return hv.Overlay(items).opts(title=f"{kind.upper()}: AIRE energy by rank", logy=True,
@@ -224,9 +226,10 @@ def discussion(ds: xr.Dataset) -> str:
                  f"{np.nanpercentile(norm, 5):.2f}-{np.nanpercentile(norm, 95):.2f}): its γ still cancels AIRE's "
                  "denominator")
     lines.append(text + ".")
-    rho = {k: np.mean([stats.spearmanr(ds.energy.sel(kind=k, seed=j, layer=m).values,
-                                       np.hypot(ds.eig_real, ds.eig_imag).sel(kind=k, seed=j, layer=m).values)[0]
-                       for j in ds.seed.values for m in ds.layer.values]) for k in ds.kind.values}
+    radius = np.hypot(ds.eig_real, ds.eig_imag)
+    rho = {k: np.mean([stats.spearmanr(*[v[np.isfinite(v)] for v in (
+        ds.energy.sel(kind=k, seed=j, layer=m).values, radius.sel(kind=k, seed=j, layer=m).values)])[0]
+        for j in ds.seed.values for m in ds.layer.values]) for k in ds.kind.values}
     lines.append("- **Energy against |λ|**: Spearman's ρ between a state's energy and its |λ| (mean over layers and "
                  "seeds) is " + ", ".join(f"{rho[k]:+.2f} in the {k.upper()}" for k in ds.kind.values)
                  + ". Where it is negative (S5 starts with Re Λ = -1/2 for every state, so its slow states are those "

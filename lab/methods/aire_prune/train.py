@@ -24,7 +24,9 @@ WEIGHTS_VERSION = 1
 
 def training_key(cfg: Config, kind: str, seed: int) -> dict:
     """Everything that determines a model's trained weights (the cache key)."""
-    return cfg.training_key(kind=kind, seed=seed, mixer=MIXER_KWARGS[kind], version=WEIGHTS_VERSION)
+    key = cfg.training_key(kind=kind, seed=seed, mixer=MIXER_KWARGS[kind], version=WEIGHTS_VERSION)
+    key["d_state"] = cfg.state_size(kind)
+    return key
 
 
 def trained_model(cfg: Config, kind: str, seed: int, task: SequenceTask | None = None, *, progress: bool = True,
@@ -46,8 +48,9 @@ def trained_model(cfg: Config, kind: str, seed: int, task: SequenceTask | None =
                              callback=on_step)
         return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
 
+    size = {**cfg.model_size(), "d_state": cfg.state_size(kind)}
     with threads(cfg.threads):
         seed_everything(seed)
         return cached_model("aire_prune", f"{cfg.dataset}-{kind}", training_key(cfg, kind, seed),
-                            lambda: build_classifier(task, kind, **cfg.model_size()), train,
+                            lambda: build_classifier(task, kind, **size), train,
                             use_cache=cfg.use_cache)

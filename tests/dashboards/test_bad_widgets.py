@@ -29,7 +29,7 @@ WIDGET_ROWS = [
     ("pruning", "Dashboard", "kind", "gru", ["'Dashboard.kind'", "does not accept 'gru'", "lru, s5"]),
     ("reasoning", "ToolPanel", "step", 5001, ["'ToolPanel.step'", "at most 5000", "not 5001"]),
     ("reasoning", "ToolPanel", "model", "rnn", ["'ToolPanel.model'", "does not accept 'rnn'", "mamba"]),
-    ("recurrsim", "Dashboard", "K", 33, ["'Dashboard.K'", "at most 32", "not 33"]),
+    ("recurrsim", "Dashboard", "K", 129, ["'Dashboard.K'", "at most 128", "not 129"]),
     ("recurrsim", "Dashboard", "equation", "heat", ["'Dashboard.equation'", "does not accept 'heat'", "burgers"]),
     ("steer", "Dashboard", "amplitude", 2.0, ["'Dashboard.amplitude'", "at most 1.5", "not 2.0"]),
     ("steer", "Dashboard", "pattern", "square", ["'Dashboard.pattern'", "does not accept 'square'", "periodic"]),

@@ -114,7 +114,7 @@ def cut_comparison(ds: xr.Dataset, tau: float | None = None) -> hv.Bars:
     cut = hv.Dimension("cut", values=list(labels.values()))
     return hv.Bars(rows, ["check", cut], "accuracy (%)").opts(
         title=f"right after each cut (τ={tau:g}): which states to keep", color=hv.dim("cut").categorize(colours),
-        width=620, height=340, tools=["hover"], xrotation=30, show_legend=False)
+        width=620, height=400, tools=["hover"], xrotation=90, show_legend=False)
 
 
 def training_curves(ds: xr.Dataset, tau: float | None = None) -> hv.Overlay:

@@ -81,6 +81,18 @@ def test_seeded_claims_report_their_spread_and_the_seeds_holding():
     assert "2/3 seeds" in ClaimsTable([res]).to_text()
 
 
+def test_values_over_trials_are_named_trials_not_seeds():
+    from lab.report.headlines import _glance
+
+    claim = _claim(measure=lambda ds: over_seeds([0.05, 0.08, 0.2], "mean", repeats="trials"), op="<",
+                   threshold=0.12)
+    res = claim.evaluate(_ds(0.0, 1.0))
+    assert res.repeats == "trials" and res.seeds_holding == 2
+    text = ClaimsTable([res]).to_text()
+    assert "2/3 trials" in text and "seeds" not in text
+    assert "(2/3 trials)" in _glance(res)[0]
+
+
 def test_a_seeded_report_row_shows_its_spread_but_no_seeds_holding():
     row = _claim(report=True, control=None, measure=lambda ds: over_seeds([0.1, 0.3])).evaluate(_ds(0.0))
     assert row.verdict == "reported" and row.spread == (0.1, 0.3) and row.seeds_holding is None

@@ -30,7 +30,7 @@ def _measure(fn: Callable[[xr.Dataset], Any], ds: xr.Dataset) -> Measurement:
     try:
         out = fn(ds)
         if isinstance(out, Measurement):
-            return Measurement(float(out.value), str(out.detail), out.per_seed)
+            return Measurement(float(out.value), str(out.detail), out.per_seed, out.repeats)
         if isinstance(out, tuple):
             value, detail = out
             return Measurement(float(value), str(detail))
@@ -194,6 +194,7 @@ class Claim:
             verdict=verdict,
             per_seed=m.per_seed,
             seeds_holding=seeds_holding,
+            repeats=m.repeats,
             competence=competence,
             control_analytic=self.control_analytic,
             headline=self.headline,
@@ -224,6 +225,7 @@ class ClaimResult:
     competence: tuple[CompetenceResult, ...] = ()
     control_analytic: str = ""
     headline: bool = False
+    repeats: str = "seeds"
 
     @property
     def competent(self) -> bool | None:

@@ -18,24 +18,27 @@ class Measurement:
         detail: a few words that explain the value.
         per_seed: the value on each seed, when the claim is measured over seeds (the table shows their spread and
             on how many seeds the claim holds).
+        repeats: what ``per_seed`` counts, as the table names it (``seeds``; ``trials`` for values over trials).
     """
 
     value: float
     detail: str = ""
     per_seed: tuple[float, ...] | None = None
+    repeats: str = "seeds"
 
 
-def over_seeds(values: Any, statistic: str = "mean", detail: str = "") -> Measurement:
+def over_seeds(values: Any, statistic: str = "mean", detail: str = "", repeats: str = "seeds") -> Measurement:
     """A :class:`Measurement` of per-seed ``values`` (NaN seeds kept: they make ``mean`` and ``worst`` NaN).
 
     Arguments:
         values: one value per seed.
         statistic: ``mean``, ``min`` or ``max`` (say the worst seed in the claim's statement).
+        repeats: what the values are over, as the table names them (``trials`` where they are not seeds).
     """
     arr = np.asarray(values, dtype=float).ravel()
     stat = {"mean": np.mean, "min": np.min, "max": np.max}[statistic]
     value = float(stat(arr)) if arr.size else math.nan
-    return Measurement(value, detail, tuple(float(v) for v in arr))
+    return Measurement(value, detail, tuple(float(v) for v in arr), repeats)
 
 
 #: the unit of a claim measured as the share of seeds on which something holds (:func:`seed_share`)

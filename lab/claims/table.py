@@ -16,7 +16,7 @@ def _measured_text(r: ClaimResult) -> str:
         lo, hi = r.spread  # type: ignore[misc]
         text += f" [{fmt(lo)}, {fmt(hi)}]"
         n = len(r.per_seed)
-        text += f" {r.seeds_holding}/{n} seeds" if r.seeds_holding is not None else f" ({n})"
+        text += f" {r.seeds_holding}/{n} {r.repeats}" if r.seeds_holding is not None else f" ({n})"
     return text
 
 
@@ -142,7 +142,7 @@ class ClaimsTable:
             lines += [row[0], "  " + numbers(row)] if stacked else [f"{row[0]:<{widths[0]}}  {numbers(row)}"]
             block(r.statement)
             if r.per_seed:
-                block(_measured_text(r), "seeds: ")
+                block(_measured_text(r), f"{r.repeats}: ")
             if r.control_label:
                 block(r.control_label, "control: ")
             elif r.control_why:

@@ -88,7 +88,7 @@ def _glance(r: ClaimResult) -> tuple[str, str, str]:
 
     measured = fmt(r.measured) + (f" {r.unit}" if r.unit else "")
     if r.per_seed and r.seeds_holding is not None:
-        measured += f" ({r.seeds_holding}/{len(r.per_seed)} seeds)"
+        measured += f" ({r.seeds_holding}/{len(r.per_seed)} {r.repeats})"
     if r.control_measured is not None:
         control = f"{fmt(r.control_measured)} ({'passes' if r.control_passed else 'fails'})"
     else:

@@ -120,7 +120,7 @@ def _one_step(ds: xr.Dataset, o: int, upper: bool) -> Measurement:
     detail = (f"n = {int(ds.order[o])}: mean e = {mean:+.3f} ± {se:.3f} (s.e., {k} trials as clusters) over "
               f"{int(n_points)} transient points ({TRANSIENT[0]} < m(t) < {TRANSIENT[1]}, t >= 1, "
               f"{ds.sizes['load']} loads x {ds.sizes['m0']} m0s); {word} = {bound:.3f}; per trial |mean e|")
-    return Measurement(bound, detail, tuple(float(v) for v in per_trial))
+    return Measurement(bound, detail, tuple(float(v) for v in per_trial), "trials")
 
 
 def _start_memory(ds: xr.Dataset, o: int) -> Measurement:
@@ -134,14 +134,15 @@ def _start_memory(ds: xr.Dataset, o: int) -> Measurement:
     per_trial = np.abs(c.mean(("load", "m0", "lag"), skipna=True).values)
     return over_seeds(per_trial, "mean",
                       f"n = {int(ds.order[o])}: |mean C(0, s >= 2)| per trial (independent networks) over "
-                      f"{int(mask.sum())} (load, m0) points (a start at m0 = 1 has no flipped spin: left out)")
+                      f"{int(mask.sum())} (load, m0) points (a start at m0 = 1 has no flipped spin: left out)",
+                      repeats="trials")
 
 
 def _one_step_reaction(ds: xr.Dataset, o: int):
     mask = _mask(ds, o)
     c = ds.self_corr_cmp.isel(order=o).sel(lag=1).where(mask)
     return over_seeds(c.mean(("load", "m0"), skipna=True).values, "mean",
-                      f"n = {int(ds.order[o])}: C(0, 1) over its mask, one value per trial")
+                      f"n = {int(ds.order[o])}: C(0, 1) over its mask, one value per trial", repeats="trials")
 
 
 def _n2_capacity(ds: xr.Dataset):

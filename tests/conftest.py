@@ -59,9 +59,8 @@ def page(browser):
 @pytest.fixture
 def serve_app():
     """Factory: serve_app(name) serves dashboards/<name>.py on a free localhost port and returns its URL."""
-    import panel as pn
-
     from dashboards import serve_apps
+    from tests.dashboards.waiting import stop_servers
 
     servers = []
 
@@ -80,16 +79,7 @@ def serve_app():
         raise RuntimeError(f"dashboard {name} did not come up on port {port}")
 
     yield start
-    for server in servers:
-        try:
-            server.stop()
-        except RuntimeError:  # "Thread already stopping": panel's stopper thread got there first
-            pass
-    for cleanup in (pn.state.kill_all_servers, pn.state.reset):
-        try:
-            cleanup()
-        except RuntimeError:  # both also stop the server threads stopped above
-            pass
+    stop_servers(*servers)
 
 
 #: JavaScript returning the text of every Bokeh plot title on the page: what the plots currently show.

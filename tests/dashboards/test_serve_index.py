@@ -13,6 +13,7 @@ import pytest
 import dashboards
 from dashboards import index
 from tests.conftest import free_port, wait_for_bokeh
+from tests.dashboards.waiting import stop_servers
 
 
 @pytest.fixture
@@ -54,7 +55,6 @@ def test_the_page_lists_every_dashboard_with_its_title_description_and_methods()
 @pytest.fixture
 def served_all():
     """Every dashboard served on a free port (none is built until its page opens); yields the base URL."""
-    import panel as pn
 
     port = free_port()
     server = dashboards.serve_apps(list(dashboards.APPS), port=port, threaded=True)
@@ -69,15 +69,7 @@ def served_all():
                 raise
             time.sleep(0.2)
     yield base
-    try:
-        server.stop()
-    except RuntimeError:
-        pass
-    for cleanup in (pn.state.kill_all_servers, pn.state.reset):
-        try:
-            cleanup()
-        except RuntimeError:
-            pass
+    stop_servers(server)
 
 
 @pytest.mark.browser

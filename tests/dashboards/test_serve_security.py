@@ -16,6 +16,7 @@ import dashboards
 from dashboards import security
 from lab.checks import ConfigError
 from tests.conftest import free_port, wait_for_bokeh
+from tests.dashboards.waiting import stop_servers
 
 PASSWORD = "correct horse battery"
 AUTH_ENV = ("LAB_SERVE_PASSWORD", "LAB_SERVE_COOKIE_SECRET", "PANEL_OAUTH_PROVIDER", "PANEL_OAUTH_KEY",
@@ -122,7 +123,6 @@ def test_allowed_hosts_are_the_bound_address_localhost_and_the_ones_named():
 @pytest.fixture
 def served_with_login():
     """Hopfield and the index served on every interface with a password; yields the local base URL."""
-    import panel as pn
 
     port = free_port()
     server = dashboards.serve_apps(["hopfield"], port=port, address="0.0.0.0", threaded=True, basic_auth=PASSWORD)
@@ -131,15 +131,7 @@ def served_with_login():
         assert time.time() < deadline, "the server did not come up"
         time.sleep(0.2)
     yield f"http://127.0.0.1:{port}", port
-    try:
-        server.stop()
-    except RuntimeError:
-        pass
-    for cleanup in (pn.state.kill_all_servers, pn.state.reset):
-        try:
-            cleanup()
-        except RuntimeError:
-            pass
+    stop_servers(server)
 
 
 def _get(port: int, path: str, host: str | None = None) -> http.client.HTTPResponse:

@@ -55,3 +55,20 @@ def assert_page_reads(page) -> None:
     width = page.viewport_size["width"]
     overflow = page.evaluate(OVERFLOW_JS)
     assert overflow["scrollWidth"] <= width and not overflow["wide"], overflow
+
+
+def stop_servers(*servers) -> None:
+    """Stop test servers started with ``threaded=True``, then clear Panel's server state (each step may find its
+    work already done by Panel's own stopper thread: "Thread already stopping")."""
+    import panel as pn
+
+    for server in servers:
+        try:
+            server.stop()
+        except RuntimeError:
+            pass
+    for cleanup in (pn.state.kill_all_servers, pn.state.reset):
+        try:
+            cleanup()
+        except RuntimeError:
+            pass

@@ -378,14 +378,18 @@ def new(slug: str, title: str, paper: str, summary: str) -> None:
 
 @cli.command()
 @click.option("--check", is_flag=True, help="Only check; exit 1 when something is out of step.")
-def sync(check: bool) -> None:
+@click.option("--method", "methods", multiple=True, help="Only these methods' notebooks (repeatable); default all.")
+def sync(check: bool, methods: tuple[str, ...]) -> None:
     """Regenerate what is derived from the registry: each notebook's parameters cell (from its Config) and the
     README's method table. With --check, change nothing and exit 1 when something is out of step."""
     from lab import notebooks as nbs
     from lab import registry
 
+    for slug in methods:
+        if slug not in registry.slugs():
+            _bad_input(f"--method={slug!r} is not allowed; allowed: one of {', '.join(registry.slugs())}")
     stale, missing = [], []
-    for slug in registry.slugs():
+    for slug in methods or registry.slugs():
         if not registry.get(slug).notebook_path.exists():
             missing.append(registry.get(slug).notebook)  # a method being written: nothing to sync yet
             continue
@@ -394,7 +398,7 @@ def sync(check: bool) -> None:
             if not check:
                 nbs.sync_parameters(slug)
     readme = registry.NOTEBOOK_DIR.parent / "README.md"
-    if readme.exists() and registry.sync_readme(readme, write=not check):
+    if not methods and readme.exists() and registry.sync_readme(readme, write=not check):
         stale.append("README.md")
     verb = "out of step" if check else "rewritten"
     click.echo(f"{verb}: {', '.join(stale)}" if stale else "everything in step")

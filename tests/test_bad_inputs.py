@@ -103,6 +103,7 @@ CLI_ROWS = [
     (["sweep", "dam", "-g", "N=64", "--profile", "huge"], ["profile='huge' is not allowed; allowed: ci, quick"]),
     # the other commands
     (["list", "extra"], ["unexpected extra argument", "extra"]),
+    (["sync", "--method", "nope"], ["--method='nope' is not allowed; allowed: one of dam, "]),
     (["sync", "--bogus"], ["--bogus is not allowed: no such option; allowed: ", "--check"]),
     (["nosuch"], ["No such command 'nosuch'"]),
 ]

@@ -49,6 +49,8 @@ def test_sync_check_reports_what_is_out_of_step(runner, monkeypatch):
     monkeypatch.setattr(notebooks, "parameters_source", lambda slug: "profile = 'quick'")
     out = runner.invoke(cli, ["sync", "--check"])
     assert out.exit_code == 1 and "out of step: 01_dam.ipynb" in out.output
+    out = runner.invoke(cli, ["sync", "--check", "--method", "wsc", "--method", "rem"])
+    assert out.exit_code == 1 and out.output.strip() == "out of step: 16_wsc.ipynb, 17_rem.ipynb", out.output
 
 
 def test_console_script_exit_code_for_bad_input(tmp_path):

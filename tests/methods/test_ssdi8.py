@@ -99,10 +99,10 @@ def test_axis_aware_int8_ssd_is_close_to_the_float_kernel(L, g):
     x, dt, A, B, C, D = _ssd_inputs(L=L, g=g)
     scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
     ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
-    y = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=12)
+    y = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=7)
     assert y.shape == ref.shape
     assert _rel(y, ref) < 2e-4
-    assert torch.equal(y, M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=12, backend="fake"))
+    assert torch.equal(y, M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=7, backend="fake"))
 
 
 def test_an_outlier_channel_breaks_per_tensor_scales_but_not_axis_aware_ones():
@@ -131,17 +131,97 @@ def test_the_fixed_point_decay_costs_precision_as_its_bits_shrink():
     x, dt, A, B, C, D = _ssd_inputs(L=128, seed=4)
     scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
     ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
-    err = [_rel(M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=k), ref) for k in (2, 4, 12)]
+    err = [_rel(M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=k), ref) for k in (2, 4, 7)]
     assert err[0] > err[1] > err[2]
+
+
+def _state_passing_by_hand(q_chunk, dA_end, k):
+    """The integer state passing element by element in Python integers (round half away from zero for the gate,
+    floor division for the shift: an arithmetic right shift)."""
+    b, nc, h, p, n = q_chunk.shape
+    out = np.zeros(q_chunk.shape, np.int64)
+    for bi in range(b):
+        for hi in range(h):
+            gates = [max(-127, min(127, math.floor(math.exp(float(dA_end[bi, hi, c])) * 2 ** k + 0.5)))
+                     for c in range(nc)]
+            for pi in range(p):
+                for ni in range(n):
+                    s = 0
+                    for c in range(nc):
+                        out[bi, c, hi, pi, ni] = max(-127, min(127, s))
+                        s = (s * gates[c] + 2 ** (k - 1)) // 2 ** k + int(q_chunk[bi, c, hi, pi, ni])
+    return out
+
+
+@pytest.mark.parametrize("k", [3, 7])
+def test_integer_state_passing_matches_the_hand_computation(k):
+    """khw980/SSDi8's quant_state_passing: int8 chunk states, int32 accumulation, a k-bit gate clamped to the int8
+    range, rounding shift, stored states clamped to ±127 (large codes and slow decays make the clamps bite)."""
+    gen = torch.Generator().manual_seed(7)
+    q_chunk = torch.randint(-127, 128, (2, 6, 3, 2, 4), generator=gen, dtype=torch.int8)
+    dA_end = -torch.rand(2, 3, 6, generator=gen) * torch.tensor([0.001, 0.5, 3.0])[None, :, None]
+    got = M.quant_state_passing(q_chunk, dA_end, k)
+    assert got.dtype == torch.int8 and not got[:, 0].any()
+    np.testing.assert_array_equal(got.numpy(), _state_passing_by_hand(q_chunk.numpy(), dA_end.numpy(), k))
+    assert int(got.abs().max()) == 127  # the clamp was reached
+
+
+def test_integer_state_passing_follows_the_float_one_within_its_codes():
+    """Small codes (no clamp): the integer states stay within a few codes of the float recursion with the same
+    quantised gate, and the first chunk's state is the first chunk state itself."""
+    gen = torch.Generator().manual_seed(8)
+    q_chunk = torch.randint(-20, 21, (1, 5, 2, 3, 4), generator=gen, dtype=torch.int8)
+    dA_end = -torch.rand(1, 2, 5, generator=gen)
+    got = M.quant_state_passing(q_chunk, dA_end, 7).float()
+    gate = torch.floor(torch.exp(dA_end) * 128 + 0.5).clamp(max=127) / 128
+    s, ref = torch.zeros_like(q_chunk[:, 0], dtype=torch.float32), []
+    for c in range(5):
+        ref.append(s)
+        s = gate[:, :, c, None, None] * s + q_chunk[:, c].float()
+    ref = torch.stack(ref, 1)
+    assert torch.equal(got[:, 1], q_chunk[:, 0].float())
+    assert float((got - ref).abs().max()) <= 2.0
 
 
 def test_the_int8_path_holds_int8_between_stages():
     x, dt, A, B, C, D = _ssd_inputs()
     held = {}
     M.ssd_int8(x, dt, A, B, C, D, M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16)), chunk_size=16, held=held)
-    assert {k for k, (_, size) in held.items() if size == 1} == {"x", "B", "C", "CB", "xs", "states"}
-    assert held["chunk_states"][1] == 4  # accumulated in fp32
+    assert {k for k, (_, size) in held.items() if size == 1} == {"x", "B", "C", "CB", "xs", "chunk_states",
+                                                                 "states"}
     assert held["x"][0] == x.numel()
+
+
+def test_input_group_quantises_x_per_channel_and_B_C_per_group():
+    x, dt, A, B, C, D = _ssd_inputs(g=2, seed=5)
+    scales = M.SSDScales.from_amax(M.observe(x, dt, A, B, C, 16))
+    assert scales.B.shape == (2,)
+    expect = kernels.ssd(Q.fake_quant(x, scales.x.amax(0)), dt, A, Q.fake_quant(B, scales.B[:, None]),
+                         Q.fake_quant(C, scales.C[:, None]), 16, D=D)
+    torch.testing.assert_close(M.ssd_variant("input_group", x, dt, A, B, C, D, scales, 16), expect)
+    ref = kernels.ssd(x, dt, A, B, C, 16, D=D)
+    assert _rel(expect, ref) < _rel(M.ssd_variant("input_only", x, dt, A, B, C, D, scales, 16), ref)
+
+
+def test_paired_z():
+    from lab.methods.ssdi8.claims import paired_z
+
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    mean, se, z = paired_z(a + 0.5 + np.array([0.1, -0.1, 0.1, -0.1]), a)
+    assert mean == pytest.approx(0.5) and se == pytest.approx(np.std([0.1, -0.1] * 2, ddof=1) / 2)
+    assert z == pytest.approx(mean / se)
+    assert paired_z(a, a) == (0.0, 0.0, 0.0) and paired_z(a + 1, a)[2] == math.inf
+
+
+def test_int8_bench_runs_and_says_which_is_faster(monkeypatch):
+    from lab.bench import int8
+
+    monkeypatch.setattr(int8, "QUICK", dict(batch=1, length=64, heads=2, headdim=8, groups=2, state=4, chunk=16))
+    monkeypatch.setattr(int8, "LARGE_GEMM", (64, 32, 32))
+    ds = int8.run_int8_bench(quick=True, progress=False)
+    assert (ds.ssd_time > 0).all() and (ds.gemm_time > 0).all()
+    text = int8.format_int8_bench(ds)
+    assert "int8" in text and ("slower" in text or "faster" in text)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -211,6 +291,8 @@ def test_corpus_splits_are_disjoint_sorted_and_ascii():
     ("headdim", 48, "a divisor of the inner width"),
     ("correction_scale", -0.1, "[0, 4]"),
     ("outlier_channels", 4000, "at most the inner width"),
+    ("ngroups", 3, "a divisor of the 2 heads"),
+    ("decay_bits", 8, "[1, 7]"),
 ])
 def test_bad_config_names_field_value_and_allowed(field, value, allowed):
     with pytest.raises(ConfigError, match=rf"^{field}=") as info:
@@ -236,7 +318,7 @@ def test_ci_run_and_claims(ci_result):
     assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
     # the ci model (a few steps) has not learned its corpus: no accuracy claim can hold on it
     assert 0 < float(ds.bigram_loss) < float(ds.unigram_loss) < math.log(T.VOCAB)
-    head = res.claims["w8a8_own_activations_close_to_fp32"]
+    head = res.claims["w8a8_own_int8_ssd_matches_input_only"]
     assert head.headline and head.competent is False
     assert all(r.verdict != "holds" for r in res.claims if r.competence)
     # a float model that beats the bigram makes the same measurements competent
@@ -247,9 +329,9 @@ def test_ci_run_and_claims(ci_result):
     assert r.competent and r.verdict != "control not competent"
     # the claims can fail: make the SSDi8 variant as bad as per-tensor
     broken = learned.copy(deep=True)
-    for var in ("loss", "perplexity", "ssd_error", "loss_own"):
+    for var in ("loss", "perplexity", "ssd_error", "loss_own", "seq_loss_own"):
         broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
-    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_own_activations_close_to_fp32"):
+    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_own_int8_ssd_matches_input_only"):
         r = by_name[name].evaluate(broken)
         assert r.verdict in ("fails", "does not discriminate") and not r.passed
     assert by_name["correction_lowers_error"].evaluate(broken).verdict == "fails"
@@ -293,7 +375,7 @@ def test_correction_drop_is_measured_against_its_ceiling(bias_share):
                         coords={"variant": ["axis_aware", "ssdi8", "shuffled"], "weights": ["w4a8"]},
                         attrs={"correction_weights": "w4a8", "correction_scale": coef})
         assert claim.measure(ds).value == pytest.approx(100 * bias_share)
-        assert claim.passes(claim.measure(ds).value) == (bias_share > 0.2)
+        assert claim.passes(claim.measure(ds).value) == (bias_share > 0)
         assert claim.control(ds).value < 0
 
 

@@ -19,9 +19,12 @@ data. The paper reports accuracy close to FP16 at W8A8 and W4A8 and up to 1.4x f
     Y_diag = (L ∘ C Bᵀ) (Δ ∘ x)                    S_c = Σ_t exp(a_end - a_t) Δ_t x_t B_tᵀ
     S_{c+1} = exp(a_end) S_c + S_c'                Y_off = exp(a_i) C_i S_cᵀ           y = Y_diag + Y_off + D x
 
-SSDi8 [secondary, from the upstream code]: ``S_c = Q(x̃)ᵀ Q(B)`` with ``x̃ = (Δ ∘ exp(a_end - a)) ∘ x`` quantised
-after the element-wise factors; ``C Bᵀ = Q(C) Q(B)ᵀ`` and ``Y_off`` in INT8 with int32 accumulation; the state
-passing ``S_{c+1} = ⌊exp(a_end) 2^7⌉ S_c / 2^7 + S_c'``; ``Y_diag`` and the cumulative sums in floating point.
+SSDi8 [secondary, from the upstream code]: ``S_c' = Q(x̃)ᵀ Q(B)`` with ``x̃ = (Δ ∘ exp(a_end - a)) ∘ x`` quantised
+after the element-wise factors; ``C Bᵀ = Q(C) Q(B)ᵀ`` and ``Y_off`` in INT8 with int32 accumulation; ``Y_diag`` and
+the cumulative sums in floating point. The state passing, read in khw980/SSDi8's ``quant_state_passing``: the chunk
+states requantised to INT8 on the states' scale (per head and headdim), ``S_{c+1} = ((S_c g_c + 2^6) >> 7) + S_c'``
+in int32 with the gate ``g_c = clamp(⌊exp(a_end) 2^7⌉, -127, 127)`` (an int8 code), the states stored as INT8
+clamped to ±127.
 Error correction: ``c*_p = (1/N) Σ_i (Y - Y')_{i,p}``, the mean over calibration samples of the float output minus
 the quantised one per channel ``p``, fitted layer by layer and added to the SSD output times a coefficient (0.15 in
 the paper's summary; 0.16 in the repository's scripts, 0.1 as the code's default) [secondary].
@@ -35,7 +38,10 @@ W8A8/W4A8 projections); :mod:`.model` (the INT8 SSD on the stages of ``kernels.s
 :mod:`.lm` (the model run through any variant, outlier injection, calibration, the correction);
 :mod:`.experiment`, :mod:`.claims`, :mod:`.plots`, :mod:`.live`; notebook ``10_ssdi8.ipynb``. A tiny model trained
 for a minute has no outlier channels of its own, so function-preserving ones are injected (the SSD input's channel
-``p`` scaled up, its output scaled back down) to make a per-tensor scale fail as it does in large models. On a CPU
+``p`` scaled up, its output scaled back down) to make a per-tensor scale fail as it does in large models; on its own
+activations (4 groups of B and C, so per-group and per-tensor scales differ) the headline compares SSDi8 at W8A8 with
+the strongest input-only quantiser (x per channel, B and C per group, the SSD after them in float) in standard errors
+paired over the evaluation sequences. On a CPU
 the INT8 path's speed and memory are measured and reported as they are; the paper's GPU speed-up is not claimed.
 """
 

@@ -41,6 +41,8 @@ SCHEMA = Schema(
                                              "(no injected outliers; calibrated and corrected anew)", "nats/char"),
     Var("ssd_error_own", ("variant", "weights", "layer"),
         f"SSD output error against the float model, on the model's own activations (no injected outliers), {_ERROR}"),
+    Var("seq_loss_own", ("variant", "weights", "eval_seq"), "next-character cross-entropy of each evaluation "
+        "sequence on the model's own activations (the paired evaluation noise between variants)", "nats/char"),
     Var("unigram_loss", (), "evaluation loss of character frequencies of the training split (add-one smoothed)",
         "nats/char"),
     Var("bigram_loss", (), "evaluation loss of a bigram count model of the training split (add-one smoothed): the "
@@ -132,16 +134,19 @@ def _quantise(cfg: Config, model, corpus, outliers: bool) -> tuple[list, dict]:
                        coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
 
 
-def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
-    """Loss ``(variant, weights)`` and SSD output error ``(variant, weights, layer)`` of every variant."""
+def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) -> tuple[np.ndarray, ...]:
+    """Loss ``(variant, weights)``, SSD output error ``(variant, weights, layer)`` and loss per evaluation sequence
+    ``(variant, weights, eval_seq)`` of every variant."""
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
-    loss, err = np.zeros((len(M.VARIANTS), len(weights))), np.zeros((len(M.VARIANTS), len(weights), len(quant)))
+    V, W = len(M.VARIANTS), len(weights)
+    loss, err, per_seq = np.zeros((V, W)), np.zeros((V, W, len(quant))), np.zeros((V, W, len(corpus.eval)))
     for i, variant in enumerate(M.VARIANTS):
         for j, w in enumerate(weights):
-            loss[i, j], e = LM.evaluate(model, corpus.eval, quant, variant, w, **kw)
-            err[i, j] = e.numpy()
+            seqs: list = []
+            loss[i, j], e = LM.evaluate(model, corpus.eval, quant, variant, w, per_sequence=seqs, **kw)
+            err[i, j], per_seq[i, j] = e.numpy(), seqs
             bar.update(1)
-    return loss, err
+    return loss, err, per_seq
 
 
 def _evaluate_full(cfg: Config, model, corpus, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
@@ -197,15 +202,17 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         quant, c_star = _quantise(cfg, model, corpus, outliers=True)
         sample = corpus.eval[: LM.BATCH, :-1]
         res = SCHEMA.new(variant=list(M.VARIANTS), weights=weights, layer=np.arange(len(quant)),
-                         channel=np.arange(cfg.d_inner), chunk=np.arange(quant[0].amax["x"].shape[0]), op=list(OPS),
-                         impl=list(IMPLS), path=["fp32", "int8"], step=np.arange(len(curve)),
+                         channel=np.arange(cfg.d_inner), eval_seq=np.arange(len(corpus.eval)),
+                         chunk=np.arange(quant[0].amax["x"].shape[0]), op=list(OPS), impl=list(IMPLS),
+                         path=["fp32", "int8"], step=np.arange(len(curve)),
                          context={"batch": sample.shape[0], "length": sample.shape[1], "threads": cfg.threads,
                                   "repeats": cfg.timing_repeats})
         V, W = len(M.VARIANTS), len(weights)
         bar = tqdm(total=2 * V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
-        res["loss"], res["ssd_error"] = _evaluate_all(cfg, model, corpus, quant, weights, bar)
+        res["loss"], res["ssd_error"], _ = _evaluate_all(cfg, model, corpus, quant, weights, bar)
         own, _ = _quantise(cfg, model, corpus, outliers=False)
-        res["loss_own"], res["ssd_error_own"] = _evaluate_all(cfg, model, corpus, own, weights, bar)
+        res["loss_own"], res["ssd_error_own"], res["seq_loss_own"] = _evaluate_all(cfg, model, corpus, own, weights,
+                                                                                   bar)
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
         # coefficient 1: the whole calibration mean error
         res["loss_full_correction"], res["ssd_error_full_correction"] = _evaluate_full(

@@ -6,16 +6,18 @@ The SSD stages (:mod:`kernels.ssd`) with SSDi8's quantisation points, per chunk 
     dt, cumA          = chunk_cumsum(dt, A)                          float (dt and every exponential stay float)
     Q(x), Q(B), Q(C)                                                 x per (chunk, head, headdim); B, C per group
     CB                = Q(C) Q(B)ᵀ              int8 x int8 -> int32, then requantised with its own scale
-    S_c               = Q(x · dt · e^(cumA_end - cumA))ᵀ Q(B)        int8 x int8 -> int32 -> fp32 chunk states
-    S_{c+1}           = ⌊decay · 2^k⌉ · S_c · 2^-k + S_c'            fixed-point decay, fp32 accumulation
+    S_c'              = Q(Q(x · dt · e^(cumA_end - cumA))ᵀ Q(B))     int8 x int8 -> int32 -> int8 chunk states
+    S_{c+1}           = (S_c · g_c + 2^(k-1)) >> k  + S_c'           int32, gate g_c = ⌊decay · 2^k⌉ (int8 code)
+    Q(S_c)            = clamp(S_c, -127, 127)                        the states entering each chunk, int8
     y_off             = e^(cumA) ⊙ Q(C) Q(S)ᵀ   int8 x int8 -> int32, states per (head, headdim)
     y_diag            = (Q(CB) ⊙ L ⊙ dt) Q(x)   float, on the INT8 codes (the decays do not factor out stably)
     y                 = y_diag + y_off + D Q(x) + c                  c: the scaled per-channel correction
 
 Variants (:data:`VARIANTS`): ``fp32`` (the kernel); ``input_only`` (Quamba-style: x, B and C quantised per tensor at
-the SSD's entry through :func:`kernels.ssd`'s hooks, the rest float); ``per_tensor`` (the INT8 path above with one
-scale per tensor); ``axis_aware`` (SSDi8's scales, no correction); ``ssdi8`` (with the correction); ``shuffled``
-(the correction's values assigned to the wrong channels: the control of the correction claim).
+the SSD's entry through :func:`kernels.ssd`'s hooks, the rest float); ``input_group`` (Quamba2-style: the same with x
+per (head, headdim) channel and B, C per group: the strongest input-only baseline); ``per_tensor`` (the INT8 path
+above with one scale per tensor); ``axis_aware`` (SSDi8's scales, no correction); ``ssdi8`` (with the correction);
+``shuffled`` (the correction's values assigned to the wrong channels: the control of the correction claim).
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ import kernels
 from kernels.ssd import ssd_bmm, ssd_chunk_cumsum, ssd_chunk_state, ssd_state_passing
 from lab.methods.ssdi8.quant import amax, dequantize, fake_quant, qmatmul, quantize, scale_of
 
-__all__ = ["VARIANTS", "SSDScales", "chunked", "observe", "outlier_vector", "ssd_int8", "ssd_variant"]
+__all__ = ["INPUT_ONLY", "VARIANTS", "SSDScales", "chunked", "observe", "outlier_vector", "quant_state_passing",
+           "ssd_int8", "ssd_variant"]
 
-VARIANTS = ("fp32", "input_only", "per_tensor", "axis_aware", "ssdi8", "shuffled")
+VARIANTS = ("fp32", "input_only", "input_group", "per_tensor", "axis_aware", "ssdi8", "shuffled")
+#: the input-only quantisers (prior work): the SSD's inputs quantised once, everything after them in float
+INPUT_ONLY = ("input_only", "input_group")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -93,9 +98,12 @@ def observe(x, dt, A, B, C, chunk_size: int) -> dict[str, torch.Tensor]:
     xc = chunked(x, q)  # (b, c, q, h, p)
     to_end = torch.exp(dA[..., -1:] - dA) * dtc
     xs = xc * rearrange(to_end, "b h c q -> b c q h 1")
-    states, _ = ssd_state_passing(ssd_chunk_state(B, x, dtc, dA), dA)  # (b, c, h, p, n)
+    chunk_states = ssd_chunk_state(B, x, dtc, dA)  # (b, c, h, p, n)
+    states, _ = ssd_state_passing(chunk_states, dA)
+    # the chunk states and the states passed on share one INT8 scale (the state passing adds their codes)
+    both = torch.maximum(amax(states, (2, 3)), amax(chunk_states, (2, 3)))
     return {"x": amax(xc, (1, 3, 4)), "xs": amax(xs, (1, 3, 4)), "B": amax(B, (2,)), "C": amax(C, (2,)),
-            "CB": amax(ssd_bmm(C, B, q), (2,)), "states": amax(states, (2, 3))}
+            "CB": amax(ssd_bmm(C, B, q), (2,)), "states": both}
 
 
 def outlier_vector(d_inner: int, n: int, factor: float, seed: int) -> torch.Tensor:
@@ -109,6 +117,31 @@ def outlier_vector(d_inner: int, n: int, factor: float, seed: int) -> torch.Tens
 # --------------------------------------------------------------------------------------------------------------------
 # The INT8 SSD
 # --------------------------------------------------------------------------------------------------------------------
+def quant_state_passing(q_chunk: torch.Tensor, dA_end: torch.Tensor, decay_bits: int = 7) -> torch.Tensor:
+    """SSDi8's integer state passing: the states entering each chunk from the INT8 chunk states.
+
+    ``S_{c+1} = ((S_c · g_c + 2^(k-1)) >> k) + Q(chunk state c)`` in int32, with the chunk's decay as a ``k``-bit
+    fixed-point gate ``g_c = clamp(⌊e^(dA_end) 2^k + ½⌋, -127, 127)`` (an int8 code: at ``k = 7`` the largest decay
+    is 127/128), the shift rounding to the nearest; the states are stored as INT8, clamped to ±127. Chunk states and
+    passed states share one scale, so no rescaling happens between chunks.
+
+    Arguments:
+        q_chunk: ``(b, chunks, heads, headdim, N)`` int8 chunk states (each chunk's own contribution).
+        dA_end: ``(b, heads, chunks)`` the cumulative log decay at each chunk's end (float).
+        decay_bits: ``k``, the gate's fractional bits.
+    Returns:
+        ``(b, chunks, heads, headdim, N)`` int8: the state entering each chunk (zeros for the first).
+    """
+    k = int(decay_bits)
+    gate = torch.floor(torch.exp(dA_end.float()) * 2.0 ** k + 0.5).clamp_(-127, 127).to(torch.int32)
+    s32 = torch.zeros_like(q_chunk[:, 0], dtype=torch.int32)  # (b, h, p, n)
+    half, out = 1 << (k - 1), []
+    for c in range(q_chunk.shape[1]):
+        out.append(s32.clamp(-127, 127).to(torch.int8))
+        s32 = ((s32 * gate[:, :, c, None, None] + half) >> k) + q_chunk[:, c].to(torch.int32)
+    return torch.stack(out, dim=1)
+
+
 def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bits: int = 7, backend: str = "int",
              held: dict | None = None) -> torch.Tensor:
     """Mamba-2's SSD with INT8 activations and int32 accumulation (the stages of the module docstring).
@@ -143,16 +176,11 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
     qxs = quantize(xs, s_xs[:, None])  # (b, c, q, h, p)
     a = rearrange(qxs, "b c q (g r) p -> b c g (r p) q", g=g)
     sa = rearrange(s_xs, "c (g r) p -> c g (r p) 1", g=g)
-    chunk_states = rearrange(qmatmul(a, qB, sa, s_B, backend), "b c g (r p) n -> b c (g r) p n", p=p)
-    # state passing: decay as a fixed-point number (integer multiply, then a shift by k), fp32 accumulation
-    dq = torch.round(torch.exp(dA[..., -1]) * 2.0 ** decay_bits)  # (b, h, c) integers in [0, 2^k]
-    shift = 2.0 ** -decay_bits
-    state, starts = torch.zeros_like(chunk_states[:, 0]), []
-    for c in range(nc):
-        starts.append(state)
-        state = (dq[:, :, c, None, None] * state) * shift + chunk_states[:, c]
-    states = torch.stack(starts, dim=1)  # (b, c, h, p, n)
-    qS = quantize(states, scales.states[:, :, None])
+    # chunk states requantised to INT8 on the states' scale (per head and headdim), as the state passing reads them
+    chunk_f = rearrange(qmatmul(a, qB, sa, s_B, backend), "b c g (r p) n -> b c (g r) p n", p=p)
+    s_S = scales.states[:, :, None]  # (h, p, 1)
+    q_chunk = quantize(chunk_f, s_S)  # (b, c, h, p, n) int8
+    qS = quant_state_passing(q_chunk, dA[..., -1], decay_bits)  # (b, c, h, p, n) int8: the states entering
     # what the entering state gives: Q(C) Q(S)ᵀ in INT8, times the decay from the chunk's start (float)
     bS = rearrange(qS, "b c (g r) p n -> b c g n (r p)", g=g)
     sS = rearrange(scales.states, "(g r) p -> g 1 (r p)", g=g)
@@ -165,7 +193,7 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
     scores = scores * rearrange(seg, "b h c i j -> b c h i j") * rearrange(dtc, "b h c j -> b c h 1 j")
     y = torch.einsum("bchij,bcjhp->bcihp", scores, xd) + y_off + D[:, None] * xd
     if held is not None:
-        for name, t in (("x", qx), ("B", qB), ("C", qC), ("CB", qCB), ("xs", qxs), ("chunk_states", chunk_states),
+        for name, t in (("x", qx), ("B", qB), ("C", qC), ("CB", qCB), ("xs", qxs), ("chunk_states", q_chunk),
                         ("states", qS)):
             held[name] = (t.numel(), t.element_size())
     return y.reshape(b, -1, h, p)[:, :L]
@@ -175,11 +203,15 @@ def ssd_variant(variant: str, x, dt, A, B, C, D, scales: SSDScales | None, chunk
                 decay_bits: int = 7, backend: str = "int", held: dict | None = None) -> torch.Tensor:
     """One layer's SSD output ``(b, L, heads, headdim)`` under ``variant`` (:data:`VARIANTS`; the correction is
     added by the caller). Arguments as for :func:`ssd_int8`; ``scales`` are the axis-aware ones (unused by
-    ``fp32``; ``input_only`` takes the largest of each of x, B, C: one scale per tensor)."""
+    ``fp32``; ``input_only`` takes the largest of each of x, B, C: one scale per tensor; ``input_group`` the
+    largest over chunks of x's, B's and C's per group)."""
     if variant == "fp32":
         return kernels.ssd(x, dt, A, B, C, chunk_size, D=D)
-    if variant == "input_only":  # Quamba-style: x, B, C per tensor at the SSD's entry, everything after in float
-        s = {k: getattr(scales, k).max() for k in ("x", "B", "C")}
+    if variant in INPUT_ONLY:  # x, B, C quantised at the SSD's entry, everything after in float
+        if variant == "input_only":  # Quamba-style: one scale per tensor
+            s = {k: getattr(scales, k).max() for k in ("x", "B", "C")}
+        else:  # Quamba2-style: x per (head, headdim) channel, B and C per group
+            s = {"x": scales.x.amax(0), "B": scales.B[:, None], "C": scales.C[:, None]}
         hooks = {k: (lambda t, k=k: fake_quant(t, s[k])) for k in s}
         return kernels.ssd(x, dt, A, B, C, chunk_size, D=D, hooks=hooks)
     if variant not in VARIANTS:

@@ -140,7 +140,8 @@ def build_model(cfg: Config) -> CausalLM:
     The tied embedding starts at standard deviation 0.1 (not 1) so that the first logits are of order one.
     """
     model = CausalLM(VOCAB, kind="mamba2", d_model=cfg.d_model, n_layers=cfg.n_layers, d_state=cfg.d_state,
-                     mixer_kwargs={"headdim": cfg.headdim, "chunk_size": cfg.chunk_size})
+                     mixer_kwargs={"headdim": cfg.headdim, "chunk_size": cfg.chunk_size,
+                                   "ngroups": cfg.ngroups})
     torch.nn.init.normal_(model.embedding.weight, std=0.1)
     return model
 

@@ -1,0 +1,128 @@
+"""``lab bench int8``: SSDi8's INT8 path on this CPU against float32, measured as it is.
+
+Two kinds of rows, each timed in turns (one call of each per round, :func:`lab.bench.layers._time_in_turns`) on one
+thread, so that load that comes and goes hits every implementation alike:
+
+* ``ssd``: Mamba-2's SSD on random inputs with SSDi8's shapes: the float32 kernel (:func:`kernels.ssd`, its torch
+  stages and its Numba stages: the faster is the float baseline), SSDi8's INT8 path
+  (:func:`lab.methods.ssdi8.model.ssd_int8`: int8 operands, int32 accumulation by ``torch._int_mm``, the integer
+  state passing) and its fake-quant twin (the same codes multiplied as float32);
+* ``gemm``: one projection ``(tokens, d_in) @ (d_in, d_out)`` in float32 (``torch.mm``) and in int8 -> int32
+  (``torch._int_mm``), at the SSD bench's size and at a large size, to show whether this CPU's int8 product is
+  faster at all.
+
+The paper's speed-up (up to 1.4x for the SSD) is a GPU kernel's; nothing here claims it. On this machine (torch
+2.13, one thread) ``torch._int_mm`` ran a large projection 4-5x faster than float32, but the INT8 SSD makes one
+``torch._int_mm`` call per (batch, chunk, group) block of small matrices (32 x 16 x 32 at the lab's sizes), which
+costs more in calls than the int8 arithmetic saves: it ran about 3x slower than the float32 SSD. A plain Numba
+batched int8 product (int32 accumulation, j innermost) was tried on those blocks: 1.4-9x slower than float32
+batched matmul, so it is not used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import xarray as xr
+
+__all__ = ["format_int8_bench", "run_int8_bench"]
+
+QUICK = dict(batch=4, length=256, heads=4, headdim=32, groups=4, state=16, chunk=32)
+FULL = dict(batch=8, length=1024, heads=8, headdim=64, groups=8, state=32, chunk=64)
+#: (tokens, d_in, d_out) of the large projection
+LARGE_GEMM = (2048, 1024, 1024)
+SSD_IMPLS = ("fp32_torch", "fp32_numba", "int8", "fake_quant")
+GEMM_IMPLS = ("fp32", "int8")
+THREADS = 1
+
+
+def _ssd_inputs(s: dict):
+    gen = torch.Generator().manual_seed(0)
+    b, L, h, p, g, n = (s[k] for k in ("batch", "length", "heads", "headdim", "groups", "state"))
+    x = torch.randn(b, L, h, p, generator=gen)
+    dt = torch.nn.functional.softplus(torch.randn(b, L, h, generator=gen) - 2)
+    A = -torch.rand(h, generator=gen) * 4 - 0.5
+    B, C = torch.randn(b, L, g, n, generator=gen), torch.randn(b, L, g, n, generator=gen)
+    return x, dt, A, B, C, torch.randn(h, generator=gen)
+
+
+def _gemm_calls(m: int, k: int, n: int) -> dict:
+    gen = torch.Generator().manual_seed(1)
+    a, w = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+    qa = torch.randint(-127, 128, (m, k), generator=gen, dtype=torch.int8)
+    qw = torch.randint(-127, 128, (k, n), generator=gen, dtype=torch.int8)
+    return {"fp32": lambda: torch.mm(a, w), "int8": lambda: torch._int_mm(qa, qw)}
+
+
+def run_int8_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
+    """Seconds per call of the SSD and of a projection, float32 against int8; ratios in the attrs.
+
+    Arguments:
+        quick: small shapes (seconds). progress: unused (the CLI prints the table).
+    """
+    from lab.core.runtime import threads
+
+    with threads(THREADS):
+        return _run(quick, progress)
+
+
+def _run(quick: bool, progress: bool) -> xr.Dataset:
+    import kernels
+    from lab.bench.layers import _time_in_turns
+    from lab.methods.ssdi8.model import SSDScales, observe, ssd_int8
+
+    s = QUICK if quick else FULL
+    repeats, budget = (3, 0.5) if quick else (7, 3.0)
+    x, dt, A, B, C, D = _ssd_inputs(s)
+    q = s["chunk"]
+    scales = SSDScales.from_amax(observe(x, dt, A, B, C, q))
+    ssd_calls = {
+        "fp32_torch": lambda: kernels.ssd(x, dt, A, B, C, q, D=D, backend="torch"),
+        "fp32_numba": lambda: kernels.ssd(x, dt, A, B, C, q, D=D, backend="numba"),
+        "int8": lambda: ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, backend="int"),
+        "fake_quant": lambda: ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, backend="fake"),
+    }
+    with torch.no_grad():
+        ssd_t = _time_in_turns(ssd_calls, repeats, budget)
+        tokens = s["batch"] * s["length"]
+        sizes = {"model": (tokens, s["heads"] * s["headdim"], 2 * s["heads"] * s["headdim"]), "large": LARGE_GEMM}
+        gemm_t = {size: _time_in_turns(_gemm_calls(*mkn), repeats, budget) for size, mkn in sizes.items()}
+    ssd = np.array([ssd_t[i] for i in SSD_IMPLS])
+    gemm = np.array([[gemm_t[size][i] for i in GEMM_IMPLS] for size in sizes])
+    ds = xr.Dataset(
+        {"ssd_time": ("ssd_impl", ssd, {"long_name": "SSD wall time per call (median)", "units": "s"}),
+         "gemm_time": (("size", "gemm_impl"), gemm, {"long_name": "projection wall time per call (median)",
+                                                     "units": "s"})},
+        coords={"ssd_impl": list(SSD_IMPLS), "gemm_impl": list(GEMM_IMPLS), "size": list(sizes),
+                "gemm_shape": (("size",), [f"{m}x{k}x{n}" for m, k, n in sizes.values()])},
+        attrs={**{k: int(v) for k, v in s.items()}, "torch_threads": torch.get_num_threads(), "quick": int(quick),
+               "torch": str(torch.__version__)},
+    )
+    best_fp = min(ssd_t["fp32_torch"], ssd_t["fp32_numba"])
+    ds.attrs["ssd_int8_x_best_fp32"] = ssd_t["int8"] / best_fp
+    for size in sizes:
+        ds.attrs[f"gemm_{size}_int8_x_fp32"] = gemm_t[size]["int8"] / gemm_t[size]["fp32"]
+    return ds
+
+
+def format_int8_bench(ds: xr.Dataset) -> str:
+    """The table ``lab bench int8`` prints."""
+    a = ds.attrs
+    best = float(ds.ssd_time.sel(ssd_impl=["fp32_torch", "fp32_numba"]).min())
+    lines = [f"int8 (SSD batch {a['batch']}, length {a['length']}, {a['heads']} heads x {a['headdim']}, "
+             f"{a['groups']} groups, state {a['state']}, chunk {a['chunk']}; torch {a['torch']}, threads "
+             f"{a['torch_threads']}): ms per call, and x the best float32",
+             f"{'SSD':<14}{'ms':>10}{'x fp32':>9}"]
+    for impl in ds.ssd_impl.values:
+        t = float(ds.ssd_time.sel(ssd_impl=impl))
+        lines.append(f"{impl:<14}{1e3 * t:>10.2f}{t / best:>8.2f}x")
+    lines.append(f"{'projection':<22}{'fp32 ms':>10}{'int8 ms':>10}{'int8 x fp32':>13}")
+    for size in ds.size.values:
+        t = ds.gemm_time.sel(size=size)
+        fp, i8 = float(t.sel(gemm_impl="fp32")), float(t.sel(gemm_impl="int8"))
+        lines.append(f"{str(ds.gemm_shape.sel(size=size).values):<22}{1e3 * fp:>10.3f}{1e3 * i8:>10.3f}"
+                     f"{i8 / fp:>12.2f}x")
+    verdict = "slower" if a["ssd_int8_x_best_fp32"] > 1 else "faster"
+    lines.append(f"SSDi8's INT8 SSD is {verdict} than the best float32 SSD on this CPU "
+                 f"(x{a['ssd_int8_x_best_fp32']:.2f}); the paper's speed-up is a GPU kernel's")
+    return "\n".join(lines)

@@ -2,9 +2,14 @@
 
 Per head the state is a matrix ``S`` of shape ``(d_v, d_k)``. For every token ``t``::
 
-    S <- alpha_t S                                           (gate: alpha_t = exp(g_t), g_t <= 0, kept in log space)
-    for j in 1..n_h:  S <- S (I - beta_tj k_tj k_tj^T) + beta_tj v_tj k_tj^T
+    for j in 1..n_h:  S <- S diag(alpha_tj)                   (gate: alpha = exp(g), g <= 0, kept in log space)
+                      S <- S (I - beta_tj k_tj k_tj^T) + beta_tj v_tj k_tj^T
     o_t = S q_t
+
+so substep ``j``'s transition is ``diag(alpha_tj) (I - beta_tj k_tj k_tj^T)``: a diagonal plus a rank-one part. The
+gate is either a scalar per head and token (``gate (batch, heads, length)``: ``alpha_t0 = exp(g_t) I`` on the first
+substep, the identity on the others: Gated DeltaNet's gate) or a diagonal per substep (``gate (batch, heads, length,
+n_h, d_k)``, one log decay per key channel: Kimi Delta Attention's per-channel gate, one per Householder factor).
 
 Keys are L2-normalised by the caller; ``beta`` in [0, 2] (beta > 1 gives the transition a negative eigenvalue, the
 DeltaProduct / "negative eigenvalues" state-tracking trick). Three paths compute it:
@@ -39,7 +44,8 @@ def _work_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _check(q, k, v, beta, gate, initial_state, num_householder):
-    """Validate shapes and dtypes; return k, v, beta with an explicit substep axis and the sizes."""
+    """Validate shapes and dtypes; return k, v, beta, gate with an explicit substep axis (a diagonal gate) and the
+    sizes."""
     for name, t in {"q": q, "k": k, "v": v, "beta": beta, "gate": gate, "initial_state": initial_state}.items():
         if t is None:
             continue
@@ -55,8 +61,11 @@ def _check(q, k, v, beta, gate, initial_state, num_householder):
         raise ValueError(f"q must be (batch, heads, length, d_k); got shape {tuple(q.shape)}")
     bsz, heads, length, d_k = q.shape
     nh = num_householder
+    given = None if gate is None else tuple(gate.shape)
     if nh == 1 and k.dim() == 4:
         k, v, beta = k[:, :, :, None], v[:, :, :, None], beta[..., None]
+        if gate is not None and gate.dim() == 4:
+            gate = gate[:, :, :, None]
     if k.dim() != 5 or tuple(k.shape) != (bsz, heads, length, nh, d_k):
         raise ValueError(f"k has shape {tuple(k.shape)}; (batch, heads, length{', n_h' if nh > 1 else ''}, d_k) = "
                          f"{(bsz, heads, length) + ((nh,) if nh > 1 else ()) + (d_k,)} is required")
@@ -67,13 +76,21 @@ def _check(q, k, v, beta, gate, initial_state, num_householder):
     if tuple(beta.shape) != (bsz, heads, length, nh):
         raise ValueError(f"beta has shape {tuple(beta.shape)}; (batch, heads, length{', n_h' if nh > 1 else ''}) "
                          "is required")
-    if gate is not None and tuple(gate.shape) != (bsz, heads, length):
-        raise ValueError(f"gate has shape {tuple(gate.shape)}; (batch, heads, length) = {(bsz, heads, length)} "
+    if gate is not None and tuple(gate.shape) not in ((bsz, heads, length), (bsz, heads, length, nh, d_k)):
+        raise ValueError(f"gate has shape {given}; (batch, heads, length) = {(bsz, heads, length)} (a "
+                         f"scalar per token) or (batch, heads, length{', n_h' if nh > 1 else ''}, d_k) = "
+                         f"{(bsz, heads, length) + ((nh,) if nh > 1 else ()) + (d_k,)} (a diagonal per substep) "
                          "is required")
     if initial_state is not None and tuple(initial_state.shape) != (bsz, heads, d_v, d_k):
         raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}; (batch, heads, d_v, d_k) = "
                          f"{(bsz, heads, d_v, d_k)} is required")
-    return k, v, beta, (bsz, heads, length, nh, d_k, d_v)
+    return k, v, beta, gate, (bsz, heads, length, nh, d_k, d_v)
+
+
+def _decay(S, g):
+    """``S diag(exp(g))`` for a diagonal log gate ``g (..., d_k)``: the key axis (columns) of ``S (..., d_v, d_k)``
+    scaled."""
+    return S * torch.exp(g)[..., None, :]
 
 
 def delta_rule_step(state, q, k, v, beta, gate=None):
@@ -84,7 +101,8 @@ def delta_rule_step(state, q, k, v, beta, gate=None):
         q: ``(batch, heads, d_k)``.
         k: ``(batch, heads, d_k)`` or ``(batch, heads, n_h, d_k)``; v: ``(batch, heads, d_v)`` or
             ``(batch, heads, n_h, d_v)``; beta: ``(batch, heads)`` or ``(batch, heads, n_h)``.
-        gate: ``(batch, heads)`` log decay, or None.
+        gate: log decay, ``(batch, heads)`` (a scalar on the first substep) or a diagonal per substep
+            ``(batch, heads, n_h, d_k)`` (``(batch, heads, d_k)`` when k has no substep axis), or None.
 
     Returns:
         ``(o, new_state)``: o ``(batch, heads, d_v)`` in q's dtype, new_state in the state's dtype.
@@ -93,10 +111,17 @@ def delta_rule_step(state, q, k, v, beta, gate=None):
     work = _work_dtype(torch.promote_types(q.dtype, state.dtype))
     if k.dim() == 3:
         k, v, beta = k[:, :, None], v[:, :, None], beta[..., None]
+        gate = gate[:, :, None] if gate is not None and gate.dim() == 3 else gate
+    if gate is not None and tuple(gate.shape) not in (tuple(k.shape[:2]), tuple(k.shape)):
+        raise ValueError(f"gate has shape {tuple(gate.shape)}; (batch, heads) = {tuple(k.shape[:2])} or a diagonal "
+                         "per substep shaped like k is required")
     S = state.to(work)
-    if gate is not None:
+    diagonal = gate is not None and gate.dim() == 4
+    if gate is not None and not diagonal:
         S = S * torch.exp(gate.to(work))[..., None, None]
     for j in range(k.shape[2]):
+        if diagonal:
+            S = _decay(S, gate[:, :, j].to(work))
         kj, vj, bj = k[:, :, j].to(work), v[:, :, j].to(work), beta[:, :, j].to(work)
         err = torch.einsum("bhvk,bhk->bhv", S, kj) - vj  # (batch, heads, d_v): what S predicts for k, minus v
         S = S - bj[..., None, None] * err[..., :, None] * kj[..., None, :]
@@ -107,17 +132,22 @@ def delta_rule_step(state, q, k, v, beta, gate=None):
 def delta_rule_ref(q, k, v, beta, *, gate=None, initial_state=None, num_householder=1, output_final_state=False,
                    seq_idx=None):
     """The sequential recurrence (see the module docstring); same arguments and returns as :func:`delta_rule`."""
-    k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    k, v, beta, gate, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state,
+                                                                   num_householder)
     _check_seq_idx(seq_idx, bsz, length)
     work = _work_dtype(q.dtype)
     S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
          else initial_state.to(work))
+    diagonal = gate is not None and gate.dim() == 5
     outs = []
     for t in range(length):
         if seq_idx is not None and t > 0:
             S = S * (seq_idx[:, t] == seq_idx[:, t - 1]).to(work)[:, None, None, None]
-        S = S if gate is None else S * torch.exp(gate[:, :, t].to(work))[..., None, None]
+        if gate is not None and not diagonal:
+            S = S * torch.exp(gate[:, :, t].to(work))[..., None, None]
         for j in range(nh):
+            if diagonal:
+                S = _decay(S, gate[:, :, t, j].to(work))
             kj, vj, bj = k[:, :, t, j].to(work), v[:, :, t, j].to(work), beta[:, :, t, j].to(work)
             S = S @ (torch.eye(d_k, dtype=work, device=q.device) - bj[..., None, None] * kj[..., :, None]
                      * kj[..., None, :]) + bj[..., None, None] * vj[..., :, None] * kj[..., None, :]
@@ -137,7 +167,8 @@ def _chunk(q, k, v, beta, g, S0, last, seq=None, ran_in=None):
     """One chunk of the WY form over ``C`` interleaved positions.
 
     Arguments:
-        q, k: ``(b, h, C, d_k)``; v: ``(b, h, C, d_v)``; beta, g: ``(b, h, C)`` (g: log decay at each position);
+        q, k: ``(b, h, C, d_k)``; v: ``(b, h, C, d_v)``; beta: ``(b, h, C)``; g: log decay at each position, a
+            scalar ``(b, h, C)`` or a diagonal ``(b, h, C, d_k)``;
         S0: ``(b, h, d_v, d_k)``; last: ``(C,)`` bool, positions whose output is read.
         seq: ``(b, C)`` packed-sequence index of each position, or None; ran_in: ``(b,)`` the sequence whose state
             enters the chunk.
@@ -145,29 +176,41 @@ def _chunk(q, k, v, beta, g, S0, last, seq=None, ran_in=None):
         outputs at the ``last`` positions ``(b, h, n_last, d_v)`` and the chunk-end state.
     """
     C = q.shape[2]
-    gamma = torch.cumsum(g, dim=-1)  # (b, h, C) cumulative log decay
-    diff = gamma[..., :, None] - gamma[..., None, :]  # log(G_r / G_i)
+    gamma = torch.cumsum(g, dim=2)  # cumulative log decay, (b, h, C) or (b, h, C, d_k)
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     strict = causal.clone().fill_diagonal_(False)
-    decay = torch.exp(diff.masked_fill(~causal, float("-inf")))  # (b, h, C, C): G_r / G_i for i <= r, else 0
-    G = torch.exp(gamma)  # (b, h, C)
-    tail = torch.exp(gamma[..., -1:] - gamma)  # (b, h, C): G_C / G_i
-    G_in, G_end = G, G[..., -1, None, None]
+    ql = q[:, :, last]
+    if g.dim() == 4:  # a diagonal: G_r / G_i per key channel, (b, h, C, C, d_k), 0 for i > r
+        diff = gamma[:, :, :, None] - gamma[:, :, None]
+        decay = torch.exp(diff.masked_fill(~causal[..., None], float("-inf")))
+        kk = torch.einsum("bhrc,bhric,bhic->bhri", k, decay, k)  # k_r . (G_r / G_i) k_i
+        qk = torch.einsum("bhrc,bhric,bhic->bhri", ql, decay[:, :, last], k)
+        G = torch.exp(gamma)
+        k_in, q_in = k * G, ql * G[:, :, last]  # G_r k_r: the entering state's decay to position r
+        k_tail = k * torch.exp(gamma[:, :, -1:] - gamma)  # (G_C / G_i) k_i
+        G_end = G[:, :, -1, None, :]  # (b, h, 1, d_k): the key axis of S
+    else:
+        diff = gamma[..., :, None] - gamma[..., None, :]  # log(G_r / G_i)
+        decay = torch.exp(diff.masked_fill(~causal, float("-inf")))  # (b, h, C, C): G_r / G_i for i <= r, else 0
+        kk = (k @ k.transpose(-1, -2)) * decay
+        qk = (ql @ k.transpose(-1, -2)) * decay[:, :, last]  # (b, h, n_last, C)
+        G = torch.exp(gamma)[..., None]
+        k_in, q_in = k * G, ql * G[:, :, last]
+        k_tail = k * torch.exp(gamma[..., -1:] - gamma)[..., None]
+        G_end = G[:, :, -1, None]  # (b, h, 1, 1)
     if seq is not None:  # no position sees another sequence; the entering state only its own
         same = (seq[:, :, None] == seq[:, None, :]).to(q.dtype)[:, None]  # (b, 1, C, C)
-        decay = decay * same
-        G_in = G * (seq == ran_in[:, None]).to(q.dtype)[:, None]
-        tail = tail * (seq == seq[:, -1:]).to(q.dtype)[:, None]
+        kk, qk = kk * same, qk * same[:, :, last]
+        into = (seq == ran_in[:, None]).to(q.dtype)[:, None, :, None]  # (b, 1, C, 1)
+        k_in, q_in = k_in * into, q_in * into[:, :, last]
+        k_tail = k_tail * (seq == seq[:, -1:]).to(q.dtype)[:, None, :, None]
         G_end = G_end * (seq[:, -1] == ran_in).to(q.dtype)[:, None, None, None]
-    kk = k @ k.transpose(-1, -2)  # (b, h, C, C)
-    A = (beta[..., :, None] * decay * kk).masked_fill(~strict, 0.0)
-    rhs = beta[..., None] * (v - G_in[..., None] * (k @ S0.transpose(-1, -2)))  # (b, h, C, d_v)
+    A = (beta[..., :, None] * kk).masked_fill(~strict, 0.0)
+    rhs = beta[..., None] * (v - k_in @ S0.transpose(-1, -2))  # (b, h, C, d_v)
     eye = torch.eye(C, dtype=q.dtype, device=q.device)
     U = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)  # (b, h, C, d_v)
-    ql = q[:, :, last]
-    qk = (ql @ k.transpose(-1, -2)) * decay[:, :, last]  # (b, h, n_last, C)
-    o = G_in[:, :, last, None] * (ql @ S0.transpose(-1, -2)) + qk @ U
-    S_end = G_end * S0 + (U * tail[..., None]).transpose(-1, -2) @ k
+    o = q_in @ S0.transpose(-1, -2) + qk @ U
+    S_end = G_end * S0 + U.transpose(-1, -2) @ k_tail
     return o, S_end
 
 
@@ -179,7 +222,9 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
         q: ``(batch, heads, length, d_k)``.
         k: ``(batch, heads, length, n_h, d_k)``; v: ``(batch, heads, length, n_h, d_v)``; beta:
             ``(batch, heads, length, n_h)``; the ``n_h`` axis is omitted when ``num_householder=1``.
-        gate: ``(batch, heads, length)``, log alpha_t (<= 0), or None (no decay).
+        gate: log alpha (<= 0): ``(batch, heads, length)``, a scalar per token applied before the first substep, or
+            ``(batch, heads, length, n_h, d_k)``, a diagonal per substep (the ``n_h`` axis omitted when
+            ``num_householder=1``), or None (no decay).
         initial_state: ``(batch, heads, d_v, d_k)`` or None (zeros).
         num_householder: substeps n_h per token.
         output_final_state: also return the final state.
@@ -199,7 +244,8 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
         raise ValueError(f"mode={mode!r} is not allowed; allowed: {', '.join(map(repr, MODES))}")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size={chunk_size!r} is not allowed; allowed: an integer >= 1")
-    k, v, beta, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state, num_householder)
+    k, v, beta, gate, (bsz, heads, length, nh, d_k, d_v) = _check(q, k, v, beta, gate, initial_state,
+                                                                   num_householder)
     _check_seq_idx(seq_idx, bsz, length)
     work = _work_dtype(q.dtype)
     S = (torch.zeros(bsz, heads, d_v, d_k, dtype=work, device=q.device) if initial_state is None
@@ -215,15 +261,18 @@ def delta_rule(q, k, v, beta, *, gate=None, initial_state=None, num_householder=
         o = torch.stack(outs, dim=2) if outs else q.new_zeros(bsz, heads, 0, d_v, dtype=work)
         o = o.to(q.dtype)
         return (o, S.to(q.dtype)) if output_final_state else o
-    # interleave the substeps: position t * n_h + j; the gate on j = 0, the query read after j = n_h - 1
+    # interleave the substeps: position t * n_h + j; a scalar gate on j = 0, the query read after j = n_h - 1
     T = length * nh
     kf = k.to(work).reshape(bsz, heads, T, d_k)
     vf = v.to(work).reshape(bsz, heads, T, d_v)
     bf = beta.to(work).reshape(bsz, heads, T)
-    gf = torch.zeros(bsz, heads, length, nh, dtype=work, device=q.device)
-    if gate is not None:
-        gf[..., 0] = gate.to(work)
-    gf = gf.reshape(bsz, heads, T)
+    if gate is not None and gate.dim() == 5:  # a diagonal per substep: one per interleaved position
+        gf = gate.to(work).reshape(bsz, heads, T, d_k)
+    else:
+        gf = torch.zeros(bsz, heads, length, nh, dtype=work, device=q.device)
+        if gate is not None:
+            gf[..., 0] = gate.to(work)
+        gf = gf.reshape(bsz, heads, T)
     qf = torch.zeros(bsz, heads, length, nh, d_k, dtype=work, device=q.device)
     qf[:, :, :, -1] = q.to(work)
     qf = qf.reshape(bsz, heads, T, d_k)

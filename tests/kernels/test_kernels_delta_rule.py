@@ -1,5 +1,7 @@
-"""kernels.delta_rule: the chunked WY form and the recurrent path equal the sequential reference; gradients in
-float64; half precision within stated tolerances; the decode step equals the parallel form after a prefill."""
+"""kernels.delta_rule: the chunked WY form and the recurrent path equal the sequential reference, with a scalar gate
+per token and with a diagonal gate per substep; the reference against an explicit product of the transitions;
+gradients in float64; half precision within stated tolerances; the decode step equals the parallel form after a
+prefill."""
 
 from __future__ import annotations
 
@@ -11,19 +13,21 @@ from kernels.delta_rule import delta_rule, delta_rule_ref, delta_rule_step
 
 
 def _inputs(nh=1, b=2, h=2, L=19, dk=6, dv=5, dtype=torch.float64, gate=True, seed=0):
+    """Random inputs; ``gate``: True (a scalar per token), "diagonal" (one per substep and key channel) or False."""
     g = torch.Generator().manual_seed(seed)
     sub = (b, h, L, nh) if nh > 1 else (b, h, L)
     q = torch.randn(b, h, L, dk, generator=g, dtype=dtype)
     k = F.normalize(torch.randn(*sub, dk, generator=g, dtype=torch.float64), dim=-1).to(dtype)
     v = torch.randn(*sub, dv, generator=g, dtype=dtype)
     beta = (torch.rand(*sub, generator=g, dtype=torch.float64) * 2).to(dtype)  # up to 2: negative eigenvalues
-    lg = (-torch.rand(b, h, L, generator=g, dtype=torch.float64) * 0.3).to(dtype) if gate else None
+    shape = (*sub, dk) if gate == "diagonal" else (b, h, L)
+    lg = (-torch.rand(*shape, generator=g, dtype=torch.float64) * 0.3).to(dtype) if gate else None
     S0 = torch.randn(b, h, dv, dk, generator=g, dtype=dtype)
     return q, k, v, beta, lg, S0
 
 
 @pytest.mark.parametrize("nh", [1, 2, 3])
-@pytest.mark.parametrize("gate", [True, False])
+@pytest.mark.parametrize("gate", [True, "diagonal", False])
 @pytest.mark.parametrize("chunk", [1, 4, 64])
 def test_chunked_and_recurrent_equal_the_reference(nh, gate, chunk):
     q, k, v, beta, lg, S0 = _inputs(nh, gate=gate)
@@ -35,6 +39,37 @@ def test_chunked_and_recurrent_equal_the_reference(nh, gate, chunk):
         torch.testing.assert_close(s, s_ref, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("nh", [1, 2])
+def test_the_reference_is_the_product_of_diagonal_plus_rank_one_transitions(nh):
+    """With a diagonal gate per substep, S_t = S_{t-1} Π_j diag(α_tj) (I - β_tj k_tj k_tjᵀ) + (inputs): written
+    here as explicit matrices (the transition of substep j is diag(α) - β (α ⊙ k) kᵀ)."""
+    q, k, v, beta, lg, S0 = _inputs(nh, L=6, gate="diagonal")
+    if nh == 1:
+        k, v, beta, lg = k[:, :, :, None], v[:, :, :, None], beta[..., None], lg[:, :, :, None]
+    S = S0.clone()
+    outs = []
+    for t in range(k.shape[2]):
+        for j in range(nh):
+            a, kj, bj = torch.exp(lg[:, :, t, j]), k[:, :, t, j], beta[:, :, t, j][..., None, None]
+            A = torch.diag_embed(a) - bj * (a * kj)[..., :, None] * kj[..., None, :]
+            S = S @ A + bj * v[:, :, t, j][..., :, None] * kj[..., None, :]
+        outs.append((S @ q[:, :, t, :, None])[..., 0])
+    squeeze = (lambda x: x[:, :, :, 0]) if nh == 1 else (lambda x: x)
+    o, s = delta_rule_ref(q, squeeze(k), squeeze(v), beta[..., 0] if nh == 1 else beta, gate=squeeze(lg),
+                          initial_state=S0, num_householder=nh, output_final_state=True)
+    torch.testing.assert_close(o, torch.stack(outs, dim=2))
+    torch.testing.assert_close(s, S)
+
+
+def test_a_uniform_diagonal_on_the_first_substep_is_the_scalar_gate():
+    """The old scalar gate is the diagonal gate with equal channels on the first substep and none on the others."""
+    q, k, v, beta, lg, S0 = _inputs(2)
+    diag = torch.zeros(*k.shape, dtype=torch.float64)
+    diag[:, :, :, 0] = lg[..., None]
+    kw = dict(initial_state=S0, num_householder=2, chunk_size=4)
+    torch.testing.assert_close(delta_rule(q, k, v, beta, gate=diag, **kw), delta_rule(q, k, v, beta, gate=lg, **kw))
+
+
 def test_a_reference_step_is_the_householder_update():
     """One token, no gate, beta = 1 and a unit key: S k becomes v exactly (the delta rule's write)."""
     q, k, v, beta, _, S0 = _inputs(L=1)
@@ -44,8 +79,9 @@ def test_a_reference_step_is_the_householder_update():
 
 
 @pytest.mark.parametrize("nh", [1, 2])
-def test_gradcheck_float64(nh):
-    q, k, v, beta, lg, S0 = _inputs(nh, b=1, h=1, L=5, dk=3, dv=2)
+@pytest.mark.parametrize("gate", [True, "diagonal"])
+def test_gradcheck_float64(nh, gate):
+    q, k, v, beta, lg, S0 = _inputs(nh, b=1, h=1, L=5, dk=3, dv=2, gate=gate)
     args = [t.clone().requires_grad_() for t in (q, k, v, beta, lg, S0)]
 
     def f(q, k, v, beta, lg, S0):
@@ -66,8 +102,9 @@ def test_half_precision_computes_in_float32(dtype, tol):
     assert err < tol
 
 
-def test_step_equals_parallel_after_a_prefill():
-    q, k, v, beta, lg, S0 = _inputs(2, L=16)
+@pytest.mark.parametrize("gate", [True, "diagonal"])
+def test_step_equals_parallel_after_a_prefill(gate):
+    q, k, v, beta, lg, S0 = _inputs(2, L=16, gate=gate)
     o_all = delta_rule(q, k, v, beta, gate=lg, initial_state=S0, num_householder=2)
     _, S = delta_rule(q[:, :, :9], k[:, :, :9], v[:, :, :9], beta[:, :, :9], gate=lg[:, :, :9], initial_state=S0,
                       num_householder=2, output_final_state=True)
@@ -84,6 +121,7 @@ def test_step_equals_parallel_after_a_prefill():
         (dict(mode="fast"), "mode='fast' is not allowed"),
         (dict(backend="numba"), "backend='numba' is not allowed for delta_rule"),
         (dict(gate=torch.zeros(2, 2, 3)), "gate has shape (2, 2, 3)"),
+        (dict(gate=torch.zeros(2, 2, 19, 5)), "gate has shape (2, 2, 19, 5)"),
         (dict(initial_state=torch.zeros(2, 2, 6, 5)), "initial_state has shape (2, 2, 6, 5)"),
     ],
 )
@@ -103,8 +141,9 @@ def test_integer_input_is_refused():
 
 @pytest.mark.parametrize("nh", [1, 2])
 @pytest.mark.parametrize("chunk", [3, 8])
-def test_packed_sequences_equal_separate_runs(nh, chunk):
-    q, k, v, beta, lg, S0 = _inputs(nh, b=1, L=17)
+@pytest.mark.parametrize("gate", [True, "diagonal"])
+def test_packed_sequences_equal_separate_runs(nh, chunk, gate):
+    q, k, v, beta, lg, S0 = _inputs(nh, b=1, L=17, gate=gate)
     cuts = [0, 6, 7, 17]
     seq_idx = torch.tensor([[i for i in range(3) for _ in range(cuts[i + 1] - cuts[i])]])
     kw = dict(gate=lg, initial_state=S0, num_householder=nh, output_final_state=True, seq_idx=seq_idx)

@@ -8,7 +8,13 @@ import math
 import pytest
 import torch
 
-from kernels.prefix_scan import StreamingPrefix, prefix_scan, saturating_scan, saturating_scan_ref
+from kernels.prefix_scan import (
+    StreamingPrefix,
+    prefix_scan,
+    prefix_scan_stacked,
+    saturating_scan,
+    saturating_scan_ref,
+)
 
 
 def bracket(a, b):
@@ -100,3 +106,52 @@ def test_saturating_scan_bad_input():
         saturating_scan(torch.ones(2, 3), torch.ones(2, 3))
     with pytest.raises(ValueError, match="bits=1 is not allowed"):
         saturating_scan(torch.ones(2, 3, dtype=torch.int64), torch.ones(2, 3, dtype=torch.int64), bits=1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64, 100])
+def test_stacked_levels_bracket_like_the_list_form(n):
+    """prefix_scan_stacked (strided slices and one gather per level) gives the list form's bracketing, read off a
+    combine on integer codes of the bracketed strings."""
+    xs = [str(i) for i in range(n)]
+    names: list[str] = list(xs)
+
+    def code_combine(left, right):
+        out = []
+        for a, b in zip(left.tolist(), right.tolist()):
+            names.append(f"({names[a]},{names[b]})")
+            out.append(len(names) - 1)
+        return torch.tensor(out)
+
+    stacked = prefix_scan_stacked(code_combine, torch.arange(n))
+    assert [names[i] for i in stacked.tolist()] == prefix_scan(bracket, xs, exclusive=False)
+    batched = prefix_scan(code_combine, torch.arange(n), identity="e", batched=True)
+    assert batched[0] == "e" and [names[int(i)] for i in batched[1:]] == prefix_scan(bracket, xs)[1:]
+
+
+def test_stacked_makes_one_call_per_level():
+    calls = []
+
+    def combine(a, b):
+        calls.append(len(a))
+        return a + b
+
+    prefix_scan_stacked(combine, torch.ones(100))
+    assert len(calls) <= 2 * (100).bit_length() and sum(calls) < 2 * 100  # the list form makes ~2n scalar calls
+    with pytest.raises(ValueError, match="at least one chunk state"):
+        prefix_scan_stacked(combine, torch.ones(0))
+
+
+@pytest.mark.parametrize("shape", [(40,), (3, 2, 40), (5, 0), (300, 17)])
+@pytest.mark.parametrize("bits", [4, 8, 32])
+def test_saturating_scan_numba_and_torch_match_the_reference(shape, bits):
+    g = torch.Generator().manual_seed(bits)
+    a = torch.randint(-3, 4, shape, generator=g, dtype=torch.int32)
+    b = torch.randint(-(1 << (bits - 2)), 1 << (bits - 2), shape, generator=g)
+    h0 = torch.randint(-5, 6, shape[:-1], generator=g)
+    ref = saturating_scan_ref(a, b, h0, bits=bits)
+    for backend in ("numba", "torch", "auto"):
+        out = saturating_scan(a, b, h0, bits=bits, backend=backend)
+        assert out.dtype == torch.int64 and torch.equal(out, ref), backend
+    assert torch.equal(saturating_scan(a, b, bits=bits, backend="numba"), saturating_scan_ref(a, b, bits=bits))
+    with pytest.raises(ValueError, match="backend='cuda' is not allowed"):
+        saturating_scan(a, b, backend="cuda")

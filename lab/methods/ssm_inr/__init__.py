@@ -28,13 +28,17 @@ reconstructs the datum from the concatenated latents. The whole network is fitte
 Laplacian pyramid): S4D 25.49/24.99/25.48/26.06, Mamba 24.90/24.82/24.78/26.58. Pitfalls: the explicit kernel costs
 more memory than a plain conv; stacking SSM layers hurts.
 
-**In this lab.** Small data (64 x 64 skimage images, a synthetic video), a few thousand to tens of thousands of
-parameters, every model at the same parameter count (encoder + decoder, within ~10%; the decoder and the latent
-grid are the same for every LPNet variant). Our design choices where the notes are silent: the input-adaptive B is a
-per-window, per-state gate ``2σ(W mean(window) + b)`` on B̄ (constant over a window, so the kernel stays explicit);
-the size counted is all parameters (encoder and decoder); SSIM (scikit-image) stands in for MS-SSIM, which needs
-larger images. Baselines: LPNet with a plain strided-conv encoder, with a Mamba encoder (lab.core's Mamba over the
-patch sequence), a ConvNeXt-style encoder and SIREN (a coordinate MLP, which reviewers asked for).
+**In this lab.** Small data (64 x 64 skimage images, a synthetic video), a few thousand numbers per
+representation, every model storing the same count of numbers: the latent grid's values and the decoder's
+parameters for LPNet (the encoder only produces the latent and is not stored; one decoder and one latent grid for
+every LPNet variant), the MLP's weights for SIREN. The LPNet encoders also have the same parameter count
+(``enc_budget``, within ~10%). Our design choices where the notes are silent: the input-adaptive B is a per-window,
+per-state gate ``2σ(W mean(window) + b)`` on B̄ (constant over a window, so the kernel stays explicit); SSIM
+(scikit-image) stands in for MS-SSIM, which needs larger images. Baselines: LPNet with a plain strided-conv encoder,
+with a Mamba encoder (lab.core's Mamba over the patch sequence), a ConvNeXt-style encoder and SIREN (a coordinate
+MLP, which reviewers asked for). The control of the S3K claims is S3K without its state-space structure (every decay
+``ā = 1``: a window mean then a 1x1 map). Refits with a quarter and a half of the training steps show whether a run
+measures capacity or optimisation speed.
 
 Modules: :mod:`.data` (the data), :mod:`.model` (S3K, pyramids, encoders, decoder, SIREN, budget matching),
 :mod:`.train` (the fits, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the

@@ -1,5 +1,7 @@
-"""SSM neural representations: every variant fitted to every datum at the claim budget (LPNet-Conv twice, the second
-from another seed: the seed-noise control), and the rate-distortion curve of some variants over the budgets."""
+"""SSM neural representations: every variant fitted to every datum and seed at the claim budget of stored numbers
+(LPNet-S3K without its decays, ``lpnet_s3k_nodecay``, is the control), the PSNR of the headline's variants against
+the number of training steps (is the run measuring capacity or optimisation speed?), and the rate-distortion curve
+of some variants over the budgets."""
 
 from __future__ import annotations
 
@@ -17,13 +19,16 @@ from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
-#: the seed-noise control: LPNet-Conv again from seed + this offset
-SECOND_SEED = 1000
+#: the variants of the steps curve: the headline's S3K, its control and the paper's direct baseline
+CURVE_VARIANTS = ("lpnet_s3k", "lpnet_s3k_nodecay", "lpnet_conv")
+#: the steps curve's training lengths, as fractions of cfg.steps (each a whole schedule of its own)
+CURVE_FRACTIONS = (0.25, 0.5, 1.0)
 #: loss-curve points kept per fit
 CURVE_POINTS = 50
 
 _FIT = ("datum", "seed", "variant")
 _RD = ("rd_variant", "rd_budget")
+_CURVE = ("curve_variant", "step_budget")
 #: the images, stored as float32 (cast after the build: the schema allocates float64)
 _IMAGES = ("original", "reconstruction")
 
@@ -35,18 +40,25 @@ SCHEMA = Schema(
     Var("train_time", _FIT, "training wall time of the fit (of the original fit when loaded from the cache)", "s"),
     Var("params", ("datum", "variant"), "trainable parameters (encoder + decoder; SIREN: the MLP)", "parameters",
         dtype=int),
+    Var("enc_params", ("datum", "variant"), "parameters of the encoder (LPNet; SIREN has none: 0)", "parameters",
+        dtype=int),
     Var("stored", ("datum", "variant"), "numbers needed to reproduce the datum: decoder parameters + latent values "
         "(LPNet), the MLP's parameters (SIREN)", "numbers", dtype=int),
     Var("loss", (*_FIT, "point"), "training MSE"),
+    Var("steps_psnr", _CURVE, "PSNR after a whole training schedule of that many steps (first datum, first seed)",
+        "dB"),
     Var("rd_psnr", _RD, "PSNR at each budget (first datum, first seed)", "dB"),
     Var("rd_ssim", _RD, "SSIM at each budget"),
     Var("rd_params", _RD, "trainable parameters at each budget", "parameters", dtype=int),
+    Var("rd_stored", _RD, "numbers stored at each budget (latent values + decoder; SIREN: the MLP)", "numbers",
+        dtype=int),
     Var("original", ("frame", "channel", "y", "x"), "the first datum ({first_datum})"),
     Var("reconstruction", ("variant", "frame", "channel", "y", "x"), "each variant's reconstruction of the first "
         "datum (first seed)"),
     coords={
-        "variant": "model; lpnet_conv_b: LPNet-Conv from another seed",
-        "rd_budget": Coord("parameter budget", "parameters"),
+        "variant": "model; lpnet_s3k_nodecay: LPNet-S3K with every decay at 1 (no state-space structure)",
+        "rd_budget": Coord("budget of stored numbers", "numbers"),
+        "step_budget": Coord("training steps of the fit", "steps"),
         "point": Coord("training step", "steps"),
     },
 )
@@ -64,23 +76,26 @@ def thumbnail_psnr(cfg: Config, datum: str) -> float:
 
 
 def _fits(cfg: Config, res: Results, d: int, datum: str, bar) -> None:
-    """Every variant (and the reseeded LPNet-Conv) fitted to one datum on every seed at the claim budget; the
-    first datum's reconstructions of the first seed."""
-    frames = cfg.frames if datum == VIDEO else 1
-    latent = cfg.latent_channels * (cfg.size // cfg.factor) ** 2 * frames
+    """Every variant fitted to one datum on every seed at the claim budget; the first datum's reconstructions of
+    the first seed."""
     points = res.coord_values["point"]
     for s, seed in enumerate(cfg.seeds):
         for v, variant in enumerate(res.coord_values["variant"].tolist()):
-            name = variant.removesuffix("_b")
-            f = fit_one(cfg, datum, name, cfg.budget, seed + (SECOND_SEED if variant.endswith("_b") else 0))
+            f = fit_one(cfg, datum, variant, cfg.budget, seed)
             res["psnr"][d, s, v], res["ssim"][d, s, v], res["train_time"][d, s, v] = f.psnr, f.ssim, f.seconds
             res["loss"][d, s, v] = f.loss[points]
-            res["params"][d, v] = f.params
-            decoder = getattr(f.model, "decoder", None)
-            res["stored"][d, v] = f.params if decoder is None else \
-                sum(p.numel() for p in decoder.parameters()) + latent
+            res["params"][d, v], res["stored"][d, v] = f.params, f.stored
+            res["enc_params"][d, v] = getattr(f.model, "encoder_params", lambda: 0)()
             if d == 0 and s == 0:
                 res["reconstruction"][v], res["original"] = f.reconstruction, f.original
+            bar.update(1)
+
+
+def _steps_curve(cfg: Config, res: Results, datum: str, bar) -> None:
+    """The curve variants refitted with shorter schedules (first datum, first seed; the longest is the main fit)."""
+    for c, variant in enumerate(CURVE_VARIANTS):
+        for b, steps in enumerate(res.coord_values["step_budget"].tolist()):
+            res["steps_psnr"][c, b] = fit_one(cfg, datum, variant, cfg.budget, cfg.seeds[0], steps=int(steps)).psnr
             bar.update(1)
 
 
@@ -89,33 +104,39 @@ def _rate_distortion(cfg: Config, res: Results, datum: str, bar) -> None:
     for r, variant in enumerate(cfg.rd_variants):
         for b, budget in enumerate(cfg.rd_budgets):
             f = fit_one(cfg, datum, variant, budget, cfg.seeds[0])
-            res["rd_psnr"][r, b], res["rd_ssim"][r, b], res["rd_params"][r, b] = f.psnr, f.ssim, f.params
+            res["rd_psnr"][r, b], res["rd_ssim"][r, b] = f.psnr, f.ssim
+            res["rd_params"][r, b], res["rd_stored"][r, b] = f.params, f.stored
             bar.update(1)
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
-    """Fit every variant to every datum and seed at ``cfg.budget`` parameters, plus ``lpnet_conv_b`` (LPNet-Conv
-    from another seed), and ``cfg.rd_variants`` at every ``cfg.rd_budgets`` on the first datum and seed.
+    """Fit every variant to every datum and seed storing ``cfg.budget`` numbers, the curve variants with a quarter
+    and a half of ``cfg.steps``, and ``cfg.rd_variants`` at every ``cfg.rd_budgets`` (first datum and seed).
 
     Returns:
-        Dataset with dims datum, seed, variant, rd_variant, rd_budget, point, frame, channel, y, x (and
-        ``psnr_thumbnail`` per datum: the non-learned reference of the competence checks).
+        Dataset with dims datum, seed, variant, curve_variant, step_budget, rd_variant, rd_budget, point, frame,
+        channel, y, x (and ``psnr_thumbnail`` per datum: the non-learned reference of the competence checks).
     """
-    variants = [*VARIANTS, "lpnet_conv_b"]
+    variants = list(VARIANTS)
+    step_budgets = sorted({max(1, round(f * cfg.steps)) for f in CURVE_FRACTIONS})
     res = SCHEMA.new(datum=list(cfg.data), seed=list(cfg.seeds), variant=variants,
+                     curve_variant=list(CURVE_VARIANTS), step_budget=step_budgets,
                      point=np.unique(np.linspace(0, cfg.steps - 1, min(CURVE_POINTS, cfg.steps)).astype(int)),
                      rd_variant=list(cfg.rd_variants), rd_budget=list(cfg.rd_budgets),
                      frame=cfg.frames if cfg.data[0] == VIDEO else 1, channel=3, y=cfg.size, x=cfg.size,
                      context={"first_datum": cfg.data[0]})
-    total = len(cfg.data) * len(cfg.seeds) * len(variants) + len(cfg.rd_variants) * len(cfg.rd_budgets)
+    total = len(cfg.data) * len(cfg.seeds) * len(variants) + len(cfg.rd_variants) * len(cfg.rd_budgets) + \
+        len(CURVE_VARIANTS) * len(step_budgets)
     bar = tqdm(total=total, desc="ssm_inr fits", disable=not progress)
     with threads(cfg.threads):
         for d, datum in enumerate(cfg.data):
             _fits(cfg, res, d, datum, bar)
             if d == 0:
+                _steps_curve(cfg, res, datum, bar)
                 _rate_distortion(cfg, res, datum, bar)
     bar.close()
     res["psnr_thumbnail"] = [thumbnail_psnr(cfg, datum) for datum in cfg.data]
-    ds = res.build(attrs={"budget": cfg.budget, "size": cfg.size, "levels": cfg.levels, "factor": cfg.factor,
+    ds = res.build(attrs={"budget": cfg.budget, "enc_budget": cfg.enc_budget, "size": cfg.size, "levels": cfg.levels,
+                          "factor": cfg.factor,
                           "latent_channels": cfg.latent_channels, "steps": cfg.steps, "first_datum": cfg.data[0]})
     return ds.assign({name: ds[name].astype(np.float32) for name in _IMAGES})

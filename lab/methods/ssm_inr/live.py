@@ -40,7 +40,7 @@ def _check(datum: str, variant: str, budget: int, cfg: Config) -> None:
 @memo(maxsize=64)
 def fitted(datum: str, variant: str, budget: int, profile: str = "quick", seed: int = 0,
            root: str | None = None) -> Fit:
-    """``variant`` fitted to ``datum`` at ``budget`` parameters (from memory, from disk, or fitted now)."""
+    """``variant`` fitted to ``datum`` storing ``budget`` numbers (from memory, from disk, or fitted now)."""
     cfg = config(profile)
     _check(datum, variant, budget, cfg)
     with threads(cfg.threads):
@@ -73,7 +73,7 @@ def explore(datum: str, variant: str, budget: int, profile: str = "quick", frame
     Returns:
         dict with ``original``, ``reconstruction`` ``(3, H, W)`` of ``frame``, ``pyramid`` (the Laplacian levels
         of the original, ``[(3, H / 2^i, W / 2^i), ...]``, the last the low-pass), ``psnr``, ``ssim`` (whole datum),
-        ``params``, ``frames``.
+        ``params``, ``stored``, ``frames``.
     """
     f = fitted(datum, variant, budget, profile, 0, root)
     cfg = config(profile)
@@ -83,14 +83,15 @@ def explore(datum: str, variant: str, budget: int, profile: str = "quick", frame
     x = torch.from_numpy(load(datum, cfg.size, cfg.frames))[frame: frame + 1]
     levels = [lv[0].numpy() for lv in M.laplacian_pyramid(x, cfg.levels)]
     return {"original": f.original[frame], "reconstruction": f.reconstruction[frame], "pyramid": levels,
-            "psnr": f.psnr, "ssim": f.ssim, "params": f.params, "frames": frames}
+            "psnr": f.psnr, "ssim": f.ssim, "params": f.params, "stored": f.stored,
+            "frames": frames}
 
 
 def rd_rows(datum: str, profile: str = "quick", variants=SHOWN, root: str | None = None) -> dict:
-    """PSNR against parameters per variant over the profile's budgets: ``{variant: (params, psnr)}``."""
+    """PSNR against stored numbers per variant over the profile's budgets: ``{variant: (stored, psnr)}``."""
     cfg = config(profile)
     out = {}
     for v in variants:
         fits = [fitted(datum, v, b, profile, 0, root) for b in cfg.rd_budgets]
-        out[v] = (np.array([f.params for f in fits]), np.array([f.psnr for f in fits]))
+        out[v] = (np.array([f.stored for f in fits]), np.array([f.psnr for f in fits]))
     return out

@@ -5,16 +5,19 @@ the same shape. The LPNet family is an encoder-decoder: an encoder compresses th
 Laplacian pyramid) into a latent grid ``(frames, latent_channels, H / F, W / F)`` and a light deconvolution decoder
 reconstructs the datum from it. SIREN maps pixel coordinates to colours.
 
-* :class:`S3K`: the structured state-space kernel, an SSM folded into one explicit strided kernel.
+* :class:`S3K`: the structured state-space kernel, an SSM folded into one explicit strided kernel (``decays=False``:
+  the control without the state-space structure, every decay at 1).
 * :func:`laplacian_pyramid`, :func:`gaussian_pyramid`: the levels the LPNet encoders read.
 * encoders: :class:`S3KEncoder`, :class:`ConvEncoder`, :class:`MambaEncoder` (lab.core's Mamba over the patch
   sequence), :class:`ConvNeXtEncoder`; :class:`Decoder`; :class:`LPNet`; :class:`Siren`.
-* :func:`build`: a variant at a parameter budget (the encoder's width searched so the total matches it).
+* :func:`build`: a variant storing a budget of numbers (latent values + decoder; SIREN: its parameters), the
+  encoder's width searched so that every encoder has the same parameter count; :func:`stored` counts them.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +29,7 @@ from lab.methods.ssm_inr.config import ENCODERS, INPUTS, VARIANTS
 
 __all__ = ["ENCODERS", "INPUTS", "VARIANTS", "ConvEncoder", "ConvNeXtEncoder", "Decoder", "LPNet", "MambaEncoder",
            "S3K", "S3KEncoder", "Siren", "build", "decoder_width", "gaussian_pyramid", "laplacian_pyramid",
-           "n_params", "split_channels"]
+           "n_params", "split_channels", "stored"]
 
 def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
@@ -75,16 +78,20 @@ class S3K(nn.Module):
 
     Arguments:
         c_in: channels C. n_state: states N (output channels). window: L (also the stride). ndim: 1, 2 or 3.
-        adaptive: use the input-adaptive B.
+        adaptive: use the input-adaptive B. decays: ``False`` removes the state-space structure (the control):
+        every ``ā = 1``, so the kernel is ``B`` constant over the window (a window mean, ``B / L^ndim``, then a 1x1
+        map), with no decay or step size to learn.
     Shapes: ``x`` ``(b, C, *spatial)`` with every spatial size a multiple of L -> ``(b, N, *spatial / L)``.
     """
 
-    def __init__(self, c_in: int, n_state: int, window: int, ndim: int = 2, adaptive: bool = True):
+    def __init__(self, c_in: int, n_state: int, window: int, ndim: int = 2, adaptive: bool = True,
+                 decays: bool = True):
         super().__init__()
         self.c_in, self.n_state, self.window, self.ndim = c_in, n_state, window, ndim
-        # decays |ā| spread over (0.37, 0.97) per unit step: short and long memories across states
-        self.a_log = nn.Parameter(torch.log(torch.linspace(0.03, 1.0, n_state)))
-        self.dt_log = nn.Parameter(torch.zeros(ndim, n_state))
+        self.structured = decays
+        if decays:  # decays |ā| spread over (0.37, 0.97) per unit step: short and long memories across states
+            self.a_log = nn.Parameter(torch.log(torch.linspace(0.03, 1.0, n_state)))
+            self.dt_log = nn.Parameter(torch.zeros(ndim, n_state))
         self.B = nn.Parameter(torch.randn(n_state, c_in) / math.sqrt(c_in))
         self.gate = nn.Conv2d(c_in, n_state, 1) if adaptive and ndim == 2 else None
         if self.gate is not None:
@@ -92,12 +99,17 @@ class S3K(nn.Module):
             nn.init.zeros_(self.gate.bias)
 
     def decays(self) -> torch.Tensor:
-        """``ā`` ``(ndim, N)`` in (0, 1)."""
+        """``ā`` ``(ndim, N)`` in (0, 1) (all ones without the state-space structure)."""
+        if not self.structured:
+            return torch.ones(self.ndim, self.n_state, dtype=self.B.dtype, device=self.B.device)
         A = -torch.exp(self.a_log)  # (N,)
         return torch.exp(torch.exp(self.dt_log) * A)
 
     def kernel(self) -> torch.Tensor:
         """The explicit kernel ``(N, C, L, ..., L)`` (``ndim`` trailing axes)."""
+        if not self.structured:  # ā = 1: the same weight everywhere in the window
+            return (self.B / self.window ** self.ndim).view(*self.B.shape, *([1] * self.ndim)).expand(
+                *self.B.shape, *([self.window] * self.ndim))
         A = -torch.exp(self.a_log)  # (N,)
         abar = self.decays()  # (ndim, N)
         Bbar = self.B * torch.prod((1 - abar) / -A, dim=0)[:, None]  # (N, C)
@@ -146,15 +158,16 @@ class InvertedBottleneck(nn.Module):
 # ------------------------------------------------------------------------------------------------------------------
 class S3KEncoder(nn.Module):
     """S3K (stride ``L``) -> trailing 1x1 conv -> inverted bottleneck -> 1x1 to ``d_out``; ``stack`` > 1 splits the
-    stride over several S3K layers (``L / 2^(stack-1)``, then 2, 2, ...)."""
+    stride over several S3K layers (``L / 2^(stack-1)``, then 2, 2, ...). ``decays=False``: the control without
+    the state-space structure (:class:`S3K` with every ``ā = 1``)."""
 
-    def __init__(self, c_in: int, width: int, d_out: int, stride: int, stack: int = 1):
+    def __init__(self, c_in: int, width: int, d_out: int, stride: int, stack: int = 1, decays: bool = True):
         super().__init__()
         strides = [stride // 2 ** (stack - 1)] + [2] * (stack - 1)
         layers: list[nn.Module] = []
         c = c_in
         for s in strides:
-            layers += [S3K(c, width, s), nn.Conv2d(width, width, 1), InvertedBottleneck(width)]
+            layers += [S3K(c, width, s, decays=decays), nn.Conv2d(width, width, 1), InvertedBottleneck(width)]
             c = width
         self.body = nn.Sequential(*layers, nn.Conv2d(width, d_out, 1))
 
@@ -226,7 +239,8 @@ class ConvNeXtEncoder(nn.Module):
         return self.body(x)
 
 
-_ENCODER_CLASSES = {"s3k": S3KEncoder, "conv": ConvEncoder, "mamba": MambaEncoder, "convnext": ConvNeXtEncoder}
+_ENCODER_CLASSES = {"s3k": S3KEncoder, "s3k_nodecay": partial(S3KEncoder, decays=False), "conv": ConvEncoder,
+                    "mamba": MambaEncoder, "convnext": ConvNeXtEncoder}
 
 
 def split_channels(total: int, parts: int) -> list[int]:
@@ -254,7 +268,8 @@ class LPNet(nn.Module):
     """Encoder branches over the pyramid's levels, their latents concatenated, one decoder.
 
     Arguments:
-        encoder: ``s3k``, ``conv``, ``mamba`` or ``convnext``. inputs: ``laplacian``, ``gaussian`` or ``none``.
+        encoder: ``s3k``, ``s3k_nodecay``, ``conv``, ``mamba`` or ``convnext``. inputs: ``laplacian``,
+        ``gaussian`` or ``none``.
         levels: pyramid levels (``none``: one branch on the datum). factor: F, the latent grid is ``H / F``.
         latent: latent channels in all (split over the branches). width: encoder width. dec_width: decoder width.
     Shapes: ``x`` ``(b, C, H, W)`` -> ``(b, C, H, W)``; :meth:`encode` -> ``(b, latent, H / F, W / F)``.
@@ -283,6 +298,10 @@ class LPNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.encode(x))
+
+    def encoder_params(self) -> int:
+        """Parameters of the encoder branches (not stored: they only produce the latent)."""
+        return sum(n_params(b) for b in self.branches)
 
 
 class Siren(nn.Module):
@@ -316,36 +335,51 @@ class Siren(nn.Module):
 # ------------------------------------------------------------------------------------------------------------------
 # Building a variant at a parameter budget
 # ------------------------------------------------------------------------------------------------------------------
-def decoder_width(budget: int, latent: int, channels: int, factor: int, share: float) -> int:
-    """The largest decoder width whose decoder has at most ``share * budget`` parameters (at least 2)."""
+def decoder_width(budget: int, latent: int, channels: int, factor: int) -> int:
+    """The largest decoder width whose decoder has at most ``budget`` parameters (at least 2)."""
     width = 2
-    while n_params(Decoder(latent, width + 1, channels, factor)) <= share * budget:
+    while n_params(Decoder(latent, width + 1, channels, factor)) <= budget:
         width += 1
     return width
 
 
-def build(variant: str, budget: int, *, channels: int, levels: int, factor: int, latent: int, dec_share: float,
-          d_state: int = 8, video: bool = False, omega: float = 30.0) -> nn.Module:
-    """The ``variant``'s model whose parameter count is closest to ``budget``: the decoder takes at most
-    ``dec_share`` of it (the same decoder for every LPNet variant), the encoder's width fills the rest (one step of
-    three Mamba encoders' width costs ~1000 parameters, so at ~1500 it lands ~11% off); SIREN's width fills it
-    all. Draws initial weights from torch's global generator (seed it first)."""
+def stored(model: nn.Module, latent_values: int) -> int:
+    """Numbers needed to reproduce the datum: the decoder's parameters and the latent's values (LPNet), all of the
+    parameters (SIREN)."""
+    return n_params(model.decoder) + latent_values if isinstance(model, LPNet) else n_params(model)
+
+
+def build(variant: str, budget: int, *, channels: int, levels: int, factor: int, latent: int, latent_values: int,
+          enc_budget: int, d_state: int = 8, video: bool = False, omega: float = 30.0) -> nn.Module:
+    """The ``variant``'s model storing about ``budget`` numbers.
+
+    LPNet: what is stored is the latent (``latent_values`` numbers: ``latent`` channels on the grid, every frame)
+    and the decoder, the largest that fits in ``budget - latent_values`` (the same decoder for every LPNet
+    variant, so their stored counts are equal); the encoder is not stored, and its width is chosen so that it has
+    about ``enc_budget`` parameters (the same for every encoder; one step of three Mamba encoders' width costs
+    ~1000 parameters, so at ~1500 it lands ~11% off). SIREN stores its parameters: its width fills what the
+    LPNet variants store (``budget`` less the decoder's last incomplete width step).
+    Draws initial weights from torch's global generator (seed it first)."""
     encoder, inputs, stack = VARIANTS[variant]
-    if encoder == "siren":
-        return _fill(budget, lambda w: Siren(channels, w, omega=omega, video=video))
-    dec = decoder_width(budget, latent, channels, factor, dec_share)
-    return _fill(budget, lambda w: LPNet(encoder, inputs, channels=channels, levels=levels, factor=factor,
-                                         latent=latent, width=w, dec_width=dec, stack=stack, d_state=d_state))
+    if budget - latent_values < n_params(Decoder(latent, 2, channels, factor)):
+        raise ValueError(f"budget={budget} leaves no decoder beside the {latent_values} latent values")
+    dec = decoder_width(budget - latent_values, latent, channels, factor)
+    if encoder == "siren":  # as many numbers as every LPNet stores (the decoder's width steps are coarse)
+        target = n_params(Decoder(latent, dec, channels, factor)) + latent_values
+        return _fill(target, lambda w: Siren(channels, w, omega=omega, video=video), n_params)
+    return _fill(enc_budget, lambda w: LPNet(encoder, inputs, channels=channels, levels=levels, factor=factor,
+                                             latent=latent, width=w, dec_width=dec, stack=stack, d_state=d_state),
+                 lambda m: m.encoder_params())
 
 
-def _fill(budget: int, make) -> nn.Module:
-    """``make(w)`` at the width whose parameter count is closest to ``budget``."""
+def _fill(budget: int, make, count) -> nn.Module:
+    """``make(w)`` at the width whose ``count`` is closest to ``budget``."""
     with torch.random.fork_rng(devices=[]):  # the search leaves the global generator where it was
         lo, hi = 1, 2
-        while n_params(make(hi)) < budget and hi < 4096:
+        while count(make(hi)) < budget and hi < 4096:
             lo, hi = hi, hi * 2
         while hi - lo > 1:  # the smallest width at or above the budget, then the closer of it and the one below
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if n_params(make(mid)) < budget else (lo, mid)
-        best = min((lo, hi), key=lambda w: abs(n_params(make(w)) - budget))
+            lo, hi = (mid, hi) if count(make(mid)) < budget else (lo, mid)
+        best = min((lo, hi), key=lambda w: abs(count(make(w)) - budget))
     return make(best)

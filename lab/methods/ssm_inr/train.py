@@ -21,7 +21,7 @@ from lab.methods.ssm_inr.data import VIDEO, load
 __all__ = ["FORMAT", "Fit", "build_for", "fit_one", "psnr", "ssim"]
 
 #: bump when the models or the training change: old cached weights are then not reused
-FORMAT = 2
+FORMAT = 3
 
 
 def psnr(x: np.ndarray, y: np.ndarray) -> float:
@@ -43,7 +43,8 @@ class Fit:
 
     Attributes:
         model: the trained network (eval mode). original, reconstruction: ``(frames, 3, H, W)`` in [0, 1].
-        psnr, ssim: quality of the reconstruction. params: the model's parameter count.
+        psnr, ssim: quality of the reconstruction. params: the model's parameter count. stored: the numbers
+        needed to reproduce the datum (LPNet: latent values + decoder parameters; SIREN: its parameters).
         loss: training MSE per step. seconds: training wall time (of the original fit when loaded).
         cached: loaded from the cache.
     """
@@ -54,32 +55,37 @@ class Fit:
     psnr: float
     ssim: float
     params: int
+    stored: int
     loss: np.ndarray
     seconds: float
     cached: bool
 
 
 def build_for(cfg: Config, datum: str, variant: str, budget: int) -> torch.nn.Module:
-    """The variant's model at ``budget`` for this config's datum shape (seed torch first)."""
+    """The variant's model storing about ``budget`` numbers for this config's datum shape (seed torch first)."""
     return M.build(variant, budget, channels=3, levels=cfg.levels, factor=cfg.factor, latent=cfg.latent_channels,
-                   dec_share=cfg.dec_share, d_state=cfg.d_state, video=datum == VIDEO, omega=cfg.siren_omega)
+                   latent_values=cfg.latent_values(datum), enc_budget=cfg.enc_budget, d_state=cfg.d_state,
+                   video=datum == VIDEO, omega=cfg.siren_omega)
 
 
-def _key(cfg: Config, datum: str, variant: str, budget: int, seed: int) -> dict:
+def _key(cfg: Config, datum: str, variant: str, budget: int, seed: int, steps: int) -> dict:
     siren = VARIANTS[variant][0] == "siren"
     return {"format": FORMAT, "datum": datum, "size": cfg.size, "frames": cfg.frames if datum == VIDEO else 1,
             "variant": variant, "budget": budget, "seed": seed, "levels": cfg.levels, "factor": cfg.factor,
-            "latent": cfg.latent_channels, "dec_share": cfg.dec_share, "d_state": cfg.d_state, "steps": cfg.steps,
+            "latent": cfg.latent_channels, "enc_budget": None if siren else cfg.enc_budget, "d_state": cfg.d_state,
+            "steps": steps,
             "lr": cfg.siren_lr if siren else cfg.lr, "omega": cfg.siren_omega if siren else None}
 
 
-def fit_one(cfg: Config, datum: str, variant: str, budget: int, seed: int, *, root=None, use_cache: bool = True,
-            callback=None) -> Fit:
-    """Fit ``variant`` at ``budget`` parameters to ``datum`` from ``seed`` (or load it from the cache).
+def fit_one(cfg: Config, datum: str, variant: str, budget: int, seed: int, *, steps: int | None = None, root=None,
+            use_cache: bool = True, callback=None) -> Fit:
+    """Fit ``variant`` storing ``budget`` numbers to ``datum`` from ``seed`` (or load it from the cache).
 
     Arguments:
+        steps: optimiser steps (default ``cfg.steps``; the whole schedule, warm-up and cosine decay, over them).
         callback: ``callback(step, total, loss)`` after every training step (a dashboard's progress).
     """
+    steps = cfg.steps if steps is None else steps
     x = torch.from_numpy(load(datum, cfg.size, cfg.frames))  # (frames, 3, H, W)
     siren = VARIANTS[variant][0] == "siren"
 
@@ -89,16 +95,17 @@ def fit_one(cfg: Config, datum: str, variant: str, budget: int, seed: int, *, ro
 
     def train(model):
         start = time.perf_counter()
-        res = fit(model, lambda step: (x,), steps=cfg.steps, loss=lambda m, batch: F.mse_loss(m(batch[0]), batch[0]),
+        res = fit(model, lambda step: (x,), steps=steps, loss=lambda m, batch: F.mse_loss(m(batch[0]), batch[0]),
                   lr=cfg.siren_lr if siren else cfg.lr, warmup=0.05, clip=None, seed=seed, progress=False,
                   callback=callback, device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"seconds": time.perf_counter() - start}}
 
-    trained = cached_model("ssm_inr", f"{datum}-{variant}", _key(cfg, datum, variant, budget, seed), build, train,
+    trained = cached_model("ssm_inr", f"{datum}-{variant}", _key(cfg, datum, variant, budget, seed, steps), build,
+                           train,
                            root=root, use_cache=use_cache)
     with torch.no_grad():
         recon = trained.model(x).clamp(0, 1).numpy()
     original = x.numpy()
     return Fit(trained.model, original, recon, psnr(original, recon), ssim(original, recon),
-               M.n_params(trained.model), trained.curves["loss"],
+               M.n_params(trained.model), M.stored(trained.model, cfg.latent_values(datum)), trained.curves["loss"],
                float(trained.meta["seconds"]), trained.loaded)

@@ -2,6 +2,8 @@
 saturation point of the int8 counter, the float32 controls failing where fixed width says they must, the trained
 layer's gating classes, the live trajectories, bad input, and the ci run and its claims."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -200,13 +202,37 @@ def test_ci_run_has_the_documented_dims(ci_result):
     np.testing.assert_array_equal(ds.accuracy_train.values, ds.accuracy.sel(factor=1).values)  # the same words
     assert 128 in ds.n.values and int(ds.counter_accepts.sel(precision="int8", n=128, word="member")) == 0
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
-    for name in ("since_every_length", "rotation_aa_star_every_length", "counter_float32_anbncn"):
+    assert ds.run_accuracy.dims == ("kind", "seed", "run") and list(ds.run.values) == list(cfg.run_lengths)
+    assert float(ds.hand_horizon.sel(since_model="lti_since")) == 113 and np.isnan(ds.hand_horizon.sel(
+        since_model="since"))
+    assert (ds.run_wrong.sel(since_model="since") == 0).all()
+    for name in ("since_every_length", "rotation_aa_star_every_length", "counter_float32_anbncn",
+                 "since_past_float32_horizon"):
         assert res.claims[name].verdict == "holds", res.claims[name]
 
 
+def test_since_training_words_have_runs_as_long_as_the_word():
+    from lab.datasets.languages import prefix_labels
+    from lab.methods.ssm_ltl.train import long_run_words, train_task
+
+    cfg = Config.from_profile("quick")
+    task = train_task(cfg, "b_since_a", 0)
+    assert task.inputs.shape == (cfg.n_train, cfg.train_length)
+    np.testing.assert_array_equal(task.targets, prefix_labels("b_since_a", task.inputs))
+    runs = [len(r) for w in task.inputs for r in re.split("[ac]", "".join("abc"[t] for t in w))]
+    assert max(runs) > cfg.train_length // 4 + 1  # longer than the language's own sampler gives
+    words, truth = long_run_words(cfg, 0, 50)
+    assert words.shape == (cfg.n_test, cfg.train_length + 51) and (words[:, -50:] == 1).all()
+    np.testing.assert_array_equal(truth, prefix_labels("b_since_a", words)[:, -1])
+
+
 # --- the claims on synthetic Datasets ------------------------------------------------------------------------------
-def _ds(lti_aa=(1.0, 0.5), gate01_aa=(0.5, 0.5), int8_wrong=5.0, lti_since_wrong=10.0, gate01_aa_train=(0.95, 0.95)):
-    """A synthetic run; ``gate01_aa_train``: the (0, 1) control's accuracy on (aa)* at the training length."""
+def _ds(lti_aa=(1.0, 0.5), gate01_aa=(0.5, 0.5), int8_wrong=5.0, lti_since_wrong=10.0, gate01_aa_train=(0.95, 0.95),
+        lti_horizon=(100.0, 150.0), lti_runs=(0.5, 0.5), gate01_runs=(0.95, 0.6), lti_since_run_wrong=4):
+    """A synthetic run; ``gate01_aa_train``: the (0, 1) control's accuracy on (aa)* at the training length;
+    ``lti_horizon``: the trained time-invariant b S a seeds' float32 horizons; ``*_runs``: accuracy per seed at the
+    end of runs of 256 b's (runs of 16: 1.0); ``lti_since_run_wrong``: the hand-built control's wrong run ends
+    (float32, runs of 256)."""
     from lab.methods.ssm_ltl.train import TRAINED_LANGUAGES
 
     names, precisions = list(M.CONSTRUCTIONS), list(M.PRECISIONS)
@@ -227,6 +253,11 @@ def _ds(lti_aa=(1.0, 0.5), gate01_aa=(0.5, 0.5), int8_wrong=5.0, lti_since_wrong
     grid = np.ones((2, 1, 5))
     grid[:, :, 1:] = 0
     trained = ("language", "kind", "seed")
+    run_acc = np.ones((3, 2, 2))
+    run_acc[0, :, 1], run_acc[1, :, 1] = lti_runs, gate01_runs
+    run_wrong = np.zeros((2, 2, 2))
+    run_wrong[1, 0, 1], run_wrong[1, 1, 1] = lti_since_run_wrong, 4
+    horizon = np.array([lti_horizon, [400.0, np.nan], [500.0, 600.0]])
     return xr.Dataset(
         {"wrong": (("construction", "precision", "length"), wrong),
          "decisions": (("construction", "precision", "length"), np.full(wrong.shape, 100.0)),
@@ -237,11 +268,16 @@ def _ds(lti_aa=(1.0, 0.5), gate01_aa=(0.5, 0.5), int8_wrong=5.0, lti_since_wrong
          "accuracy_beyond": ((*trained, "factor"), beyond),
          "accuracy_train": (trained, acc_train),
          "final_loss": (trained, np.full(acc_train.shape, 0.1)),
-         "expressible": (("language", "kind"), np.array([[1, 0, 1], [0, 0, 1], [0, 1, 1]], float))},
+         "expressible": (("language", "kind"), np.array([[1, 0, 1], [0, 0, 1], [0, 1, 1]], float)),
+         "run_wrong": (("since_model", "precision", "run"), run_wrong),
+         "hand_horizon": (("since_model",), np.array([np.nan, 113.0])),
+         "run_accuracy": (("kind", "seed", "run"), run_acc),
+         "horizon": (("kind", "seed"), horizon)},
         coords={"construction": names, "precision": precisions, "length": [10, 100], "n": [5],
                 "word": ["member", "w1", "w2", "w3", "w4"], "language": list(TRAINED_LANGUAGES),
-                "kind": list(M.CLASSES), "seed": [0, 1], "factor": [1, 4]},
-        attrs={"claim_factor": 4, "train_length": 16, "modulus": 2},
+                "kind": list(M.CLASSES), "seed": [0, 1], "factor": [1, 4], "since_model": ["since", "lti_since"],
+                "run": [16, 256]},
+        attrs={"claim_factor": 4, "train_length": 16, "modulus": 2, "n_test": 8},
     )
 
 
@@ -256,7 +292,8 @@ def test_claims_hold_when_the_separations_show():
 
     v = _verdicts(_ds())
     for name in ("since_every_length", "rotation_aa_star_every_length", "counter_float32_anbncn",
-                 "rotation_learns_aa_star", "negative_gates_learn_parity", "gates_learn_since"):
+                 "rotation_learns_aa_star", "negative_gates_learn_parity", "gates_learn_since",
+                 "since_past_float32_horizon"):
         assert v[name].verdict == "holds", (name, v[name])
     assert v["rotation_learns_aa_star"].measured == 1.0 and v["rotation_learns_aa_star"].seeds_holding == 1
     assert v["counter_float32_anbncn"].control_measured == 5.0
@@ -290,3 +327,36 @@ def test_hand_built_controls_are_read_at_the_same_fixed_width():
     ds.wrong.loc[dict(construction="lti_since", precision="float32")] = 99.0  # float32 underflow is not the control
     ds.wrong.loc[dict(construction="lti_since", precision="int8")] = 0.0
     assert _verdicts(ds)["since_every_length"].verdict == "does not discriminate"
+
+
+def test_since_horizon_is_where_float32_states_merge():
+    """The hand-built since never loses the a; the time-invariant one at λ = 0.4 once λ^k underflows (k = 113); a
+    decaying gate with a bias merges in float32 where the closed form says (a few b's either side)."""
+    assert np.isnan(M.since_horizon(*M.construction_tables("since")))
+    assert M.since_horizon(*M.construction_tables("lti_since", 0.4)) == np.ceil(149 * np.log(2) / -np.log(0.4))
+    gate, inc = np.full((3, 2), np.float32(0.9)), np.array([[1.0, -0.3], [0.5, 0.2], [0.0, 0.7]], dtype=np.float32)
+    horizon = int(M.since_horizon(gate, inc))
+    assert 100 < horizon < 400
+    runs = horizon + 20
+    x = np.array([[0] + [1] * runs, [2] + [1] * runs])
+    h = kernels.linear_scan(torch.tensor(gate[x]), torch.tensor(inc[x]), dim=1).numpy()
+    same = np.all(h[0] == h[1], axis=-1)
+    assert not same[horizon - 10] and same[horizon + 10:].all()
+    with pytest.raises(ValueError, match="lti_since"):
+        M.construction_tables("rotation")
+
+
+def test_trained_since_claim_reads_past_the_control_horizon():
+    from lab.methods.ssm_ltl.claims import _past_horizon
+
+    ds = _ds()
+    assert _past_horizon(ds) == 256  # every lti seed's horizon (100, 150) lies between 16 and 256
+    v = _verdicts(_ds(lti_horizon=(100.0, 300.0)))  # no run past every horizon: the longest run is read
+    assert "read at runs of 256" in v["gates_learn_since"].detail
+    v = _verdicts(_ds(gate01_runs=(0.5, 0.5)))  # the trained gates forget too: the claim fails
+    assert v["gates_learn_since"].verdict == "fails"
+    v = _verdicts(_ds(lti_runs=(0.95, 0.5)))
+    assert v["gates_learn_since"].verdict == "does not discriminate"
+    v = _verdicts(_ds(lti_since_run_wrong=0))  # no run past the control's horizon: no separation
+    assert v["since_past_float32_horizon"].verdict == "does not discriminate"
+    assert v["float32_horizons"].verdict == "reported" and v["float32_horizons"].measured == 150.0

@@ -19,7 +19,7 @@ class Config(RuntimeConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(check_length=1000, check_words=4, steps=40, n_train=32, n_test=8, n_seeds=1,
-                   test_factors=(1, 4)),
+                   test_factors=(1, 4), run_lengths=(1, 16, 256)),
         "quick": {},
         "full": dict(check_length=100_000, check_words=16, steps=1500, n_seeds=8, test_factors=(1, 2, 4, 8, 16, 32)),
     }
@@ -42,6 +42,10 @@ class Config(RuntimeConfig, BaseConfig):
     claim_factor: Annotated[int, Range(2, 1000)] = 4
     """The test length (x train_length) the learnability claims read, on the positions beyond train_length (must be
     in test_factors); the brief's 4x."""
+    run_lengths: Annotated[tuple[int, ...], Range(1, 100_000), Each(increasing=True)] = (
+        1, 4, 16, 64, 256, 1024, 4096)
+    """Runs of b's in the long-run test of b S a: a test word of train_length letters, an a or a c, then the run;
+    the decision at its end. Runs past a layer's float32 horizon (measured) are where fixed width bites."""
     d_state: Annotated[int, Range(1, 256)] = 4
     """State channels of the trained layer (complex for the time-invariant class)."""
     d_hidden: Annotated[int, Range(2, 1024)] = 32
@@ -96,4 +100,9 @@ class Config(RuntimeConfig, BaseConfig):
         trained = Budget(memory, work, "ssm_ltl's trained models: 9 x n_seeds x steps x batch_size x train_length "
                          "tokens", ("steps", "batch_size", "train_length", "n_seeds", "n_test", "test_factors",
                                     "d_hidden", "d_state"))
-        return checks + trained
+        runs = self.n_test * (len(self.run_lengths) * (self.train_length + 1) + sum(self.run_lengths))
+        long = Budget(8.0 * width * self.n_test * (self.train_length + 1 + self.run_lengths[-1]) * 2,
+                      3 * self.n_seeds * 2.0 * weights * runs + 4 * 2 * 5000.0 * runs,
+                      "ssm_ltl's long-run test: n_test words per run length, every b S a model",
+                      ("run_lengths", "n_test"))
+        return checks + trained + long

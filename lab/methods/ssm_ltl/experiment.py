@@ -12,7 +12,15 @@ from lab.core.runtime import threads
 from lab.datasets.languages import encode, language_task, prefix_labels
 from lab.methods.ssm_ltl import model as M
 from lab.methods.ssm_ltl.config import Config
-from lab.methods.ssm_ltl.train import TRAINED_LANGUAGES, accuracy, predict, test_task, trained_model
+from lab.methods.ssm_ltl.train import (
+    TRAINED_LANGUAGES,
+    accuracy,
+    letter_tables,
+    long_run_words,
+    predict,
+    test_task,
+    trained_model,
+)
 from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
@@ -48,6 +56,9 @@ def _counter_word(n: int, kind: int) -> str:
     return "a" * i + "b" * j + "c" * k
 
 
+#: the hand-built b S a models of the long-run test: the input-gated construction and its time-invariant control
+SINCE_MODELS = ("since", "lti_since")
+_NO_HORIZON = f"NaN: the states after a and c stay apart in float32 over every run up to {M.HORIZON_LIMIT} b's"
 _NOT_CHECKED = "NaN where the construction has no such precision (int8 only at modulus 2)"
 _HAND = ("construction", "precision", "length")
 _TRAINED = ("language", "kind", "seed")
@@ -71,8 +82,18 @@ SCHEMA = Schema(
         "letters (in distribution: its competence)"),
     Var("expressible", ("language", "kind"), "the paper: one fixed-width layer of this class can recognise the "
         "language (1) or cannot (0)"),
+    Var("run_wrong", ("since_model", "precision", "run"), "hand-built b S a: wrong decisions at the end of the "
+        "long-run words (a test word, an a or a c, then the run of b's)", "words"),
+    Var("hand_horizon", ("since_model",), "hand-built b S a: float32 horizon, the run of b's after which float32 "
+        "holds the same state after an a as after a c (NaN: never)", "letters", missing=_NO_HORIZON),
+    Var("run_accuracy", ("kind", "seed", "run"), "trained b S a models: share of right decisions at the end of the "
+        "long-run words"),
+    Var("horizon", ("kind", "seed"), "trained b S a models: float32 horizon, the run of b's after which float32 "
+        "holds the same state after an a as after a c (NaN: none up to the limit)", "letters", missing=_NO_HORIZON),
     coords={
         "construction": Coord("hand-built construction"),
+        "since_model": Coord("hand-built b S a: input-gated (gates {0, 1}) or time-invariant (decay < 1/2)"),
+        "run": Coord("run of b's after the last a or c", "letters"),
         "length": Coord("word length", "letters"),
         "n": Coord("n of a^n b^n c^n"),
         "kind": Coord("gating class: time-invariant (real and complex eigenvalues), input gates in (0, 1), input "
@@ -134,6 +155,28 @@ def _trained_models(res: Results, cfg: Config, bar) -> None:
                                    for lang in TRAINED_LANGUAGES]).astype(float)
 
 
+def _long_runs(res: Results, cfg: Config, bar) -> None:
+    """b S a over runs of b's: the hand-built models (float32 and int8) and the trained ones, with their float32
+    horizons."""
+    for r, run in enumerate(cfg.run_lengths):
+        words, truth = long_run_words(cfg, cfg.seed, run)
+        for m, name in enumerate(SINCE_MODELS):
+            for p, precision in enumerate(M.PRECISIONS):
+                accept = M.CONSTRUCTIONS[name](words, precision, **_params(cfg, name)).accept[:, -1]
+                res["run_wrong"][m, p, r] = int((accept != truth).sum())
+        bar.update(1)
+    for m, name in enumerate(SINCE_MODELS):
+        res["hand_horizon"][m] = M.since_horizon(*M.construction_tables(name, cfg.lti_decay))
+    for ki, kind in enumerate(M.CLASSES):
+        for si, seed in enumerate(cfg.seeds):
+            model = trained_model(cfg, "b_since_a", kind, seed).model
+            res["horizon"][ki, si] = M.since_horizon(*(t[:3] for t in letter_tables(model)))
+            for r, run in enumerate(cfg.run_lengths):
+                words, truth = long_run_words(cfg, seed, run)
+                res["run_accuracy"][ki, si, r] = float((predict(model, words)[0][:, -1] == truth).mean())
+            bar.update(1)
+
+
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Check the constructions, the counter grid, and train and test the one-layer models.
 
@@ -146,16 +189,20 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     ns = [n for n in COUNTER_NS if 3 * n + 2 <= cfg.check_length]
     res = SCHEMA.new(construction=names, precision=list(M.PRECISIONS), length=lengths, n=ns,
                      word=list(COUNTER_WORDS), language=list(TRAINED_LANGUAGES), kind=list(M.CLASSES),
-                     seed=list(cfg.seeds), factor=list(cfg.test_factors))
+                     seed=list(cfg.seeds), factor=list(cfg.test_factors), since_model=list(SINCE_MODELS),
+                     run=list(cfg.run_lengths))
     n_models = len(TRAINED_LANGUAGES) * len(M.CLASSES) * len(cfg.seeds)
-    bar = tqdm(total=len(names) * len(lengths) + len(ns) + n_models, desc="ssm_ltl", disable=not progress)
+    n_long = len(cfg.run_lengths) + len(M.CLASSES) * len(cfg.seeds)
+    bar = tqdm(total=len(names) * len(lengths) + len(ns) + n_models + n_long, desc="ssm_ltl", disable=not progress)
     with threads(cfg.threads):
         _check_constructions(res, cfg, names, lengths, bar)
         _counter_grid(res, ns, bar)
         _trained_models(res, cfg, bar)
+        _long_runs(res, cfg, bar)
     bar.close()
     ds = res.build(attrs={"train_length": cfg.train_length, "claim_factor": cfg.claim_factor,
                           "modulus": cfg.modulus, "check_length": cfg.check_length,
-                          "check_words": cfg.check_words, "lti_decay": cfg.lti_decay, "decay_gate": cfg.decay_gate})
+                          "check_words": cfg.check_words, "n_test": cfg.n_test, "lti_decay": cfg.lti_decay,
+                          "decay_gate": cfg.decay_gate})
     return ds.assign_coords(construction_language=("construction", [M.CONSTRUCTIONS[n].language for n in names]),
                             construction_kind=("construction", [M.CONSTRUCTIONS[n].kind for n in names]))

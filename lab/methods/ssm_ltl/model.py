@@ -25,8 +25,8 @@ from torch import nn
 
 import kernels
 
-__all__ = ["CLASSES", "CONSTRUCTIONS", "PRECISIONS", "Construction", "OneLayerSSM", "Run", "build", "expressible",
-           "fixed_point_scan", "scan"]
+__all__ = ["CLASSES", "CONSTRUCTIONS", "HORIZON_LIMIT", "PRECISIONS", "Construction", "OneLayerSSM", "Run", "build",
+           "construction_tables", "expressible", "fixed_point_scan", "since_horizon", "scan"]
 
 PRECISIONS = ("float32", "int8")
 #: the trainable gating classes: time-invariant complex diagonal; input-gated real diagonal in (0, 1) (sigmoid);
@@ -246,6 +246,52 @@ CONSTRUCTIONS: dict[str, Construction] = {
     "counter": Construction("anbncn", "counters A = 1 (two layers)", PRECISIONS, counter_anbncn),
     "dyck_counter": Construction("dyck1", "counter A = 1 (two layers)", PRECISIONS, counter_dyck1),
 }
+
+
+#: the longest run of b's the float32 horizon is looked for (beyond: NaN, none found)
+HORIZON_LIMIT = 100_000
+
+
+def since_horizon(gate: np.ndarray, inc: np.ndarray, limit: int = HORIZON_LIMIT) -> float:
+    """The float32 horizon of a layer on b S a: the shortest run of b's after which the states that follow an a and
+    a c (from h = 0) differ, in every state channel (real and imaginary parts apart) and at every longer run, by
+    less than float32 resolves at their size (half an ulp, 2^-24 of the larger |value|, or less than the smallest
+    subnormal, 2^-149): from there on float32 holds the same numbers after both letters and no readout can tell
+    ``b S a`` from its negation. Computed in float64 from the closed form ``h_k = g^k (h_0 - h*) + h*``
+    (``h* = inc(b) / (1 - g)``; ``h_0 + k inc(b)`` where the gate is exactly 1).
+
+    Arguments:
+        gate, inc: ``(3, d)`` gate and increment of the letters a, b, c (float32 values; complex allowed).
+    Returns:
+        the horizon in letters (b's), or NaN when the two states stay apart up to ``limit`` b's.
+    """
+    gate, inc = np.asarray(gate, dtype=np.complex128), np.asarray(inc, dtype=np.complex128)
+    g, k = gate[1], np.arange(limit + 1, dtype=np.float64)[:, None]
+    unit = g == 1
+    fixed = np.where(unit, 0, inc[1] / np.where(unit, 2, 1 - g))
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        power = g[None, :] ** k
+        ha = np.where(unit, inc[0] + k * inc[1], power * (inc[0] - fixed) + fixed)
+        hc = np.where(unit, inc[2] + k * inc[1], power * (inc[2] - fixed) + fixed)
+    lost = np.ones(len(k), dtype=bool)
+    for part in (np.real, np.imag):
+        a, c = part(ha), part(hc)
+        gap = np.abs(a - c)
+        lost &= np.all((gap < 2.0 ** -24 * np.maximum(np.abs(a), np.abs(c))) | (gap < 2.0 ** -149), axis=1)
+    if not lost[-1]:
+        return float("nan")
+    kept = np.flatnonzero(~lost)
+    return float(kept[-1] + 1) if kept.size else 0.0
+
+
+def construction_tables(name: str, decay: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
+    """Gate and increment ``(3, d)`` of the letters a, b, c of a hand-built b S a construction (``since``,
+    ``lti_since``), as :func:`since_horizon` takes them."""
+    if name == "since":
+        return np.array([[0.0], [1.0], [0.0]]), np.array([[1.0], [0.0], [0.0]])
+    if name == "lti_since":
+        return np.full((3, 2), np.float32(decay)), np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])
+    raise ValueError(f"name={name!r} is not allowed; allowed: one of ('since', 'lti_since')")
 
 
 def expressible(language: str, kind: str, modulus: int = 2) -> bool:

@@ -26,8 +26,8 @@ from torch import nn
 
 from lab.core.models import SSMStack
 
-__all__ = ["KINDS", "BoundFit", "RecurrentRegressor", "build_model", "burn_in_loss", "fit_bound", "flat_fit",
-           "loo_r2", "simulate", "subsequences"]
+__all__ = ["KINDS", "BoundFit", "RecurrentRegressor", "bound_m_star", "build_model", "burn_in_loss", "fit_bound",
+           "flat_fit", "forgetting_rate", "loo_r2", "simulate", "subsequences"]
 
 #: the recurrent models: the paper's LSTM, a GRU, and an LRU block of lab.core
 KINDS = ("lstm", "gru", "lru")
@@ -110,6 +110,42 @@ def simulate(model: nn.Module, u: np.ndarray) -> np.ndarray:
     return model(torch.as_tensor(u, dtype=torch.float32)[None])[0].numpy().astype(float)
 
 
+@torch.no_grad()
+def forgetting_rate(model: nn.Module, u: np.ndarray, length: int = 300, every: int = 20) -> float:
+    """The rate ``λ`` at which the trained model forgets a wrong initial state, per sample (the bound's ``λ``).
+
+    Windows of ``u`` (``length`` samples, one every ``every``) are run from the zero state and compared with the
+    same samples of one run over the whole record (the state the record itself built up): the RMS difference of the
+    outputs ``r_j`` at position ``j`` decays as ``λ^j``. ``λ = exp(slope)`` of a least-squares line through
+    ``log r_j``, from the largest ``r_j`` on, until it falls below ``1e-4`` of it (float32's floor is near).
+    1 when it does not decay.
+    """
+    model.eval()
+    T = len(u)
+    length = min(length, T // 2)
+    full = simulate(model, u)  # (T, n_out)
+    starts = np.arange(1, T - length + 1, every)
+    x = torch.as_tensor(u[starts[:, None] + np.arange(length)[None]], dtype=torch.float32)  # (W, L, n_in)
+    cold = model(x).numpy()  # (W, L, n_out)
+    r = np.sqrt(np.mean((cold - full[starts[:, None] + np.arange(length)[None]]) ** 2, axis=(0, 2)))  # (L,)
+    top = int(np.argmax(r))
+    below = np.nonzero(r[top:] < 1e-4 * r[top])[0]
+    stop = top + (int(below[0]) if len(below) else len(r) - top)
+    if stop - top < 3 or r[top] == 0:
+        return 1.0
+    j = np.arange(top, stop)
+    slope = np.polyfit(j, np.log(np.maximum(r[top:stop], 1e-30)), 1)[0]
+    return float(min(1.0, math.exp(slope)))
+
+
+def bound_m_star(lam: float, N: int) -> float:
+    """The minimiser of the bound ``λ^m / (N - m)`` over real ``m`` in ``[0, N)``: ``N + 1/ln λ``, or 0 when that is
+    negative (memory longer than the window) or ``λ >= 1`` (no contraction: every skipped output is lost)."""
+    if not 0.0 < lam < 1.0:
+        return 0.0
+    return max(0.0, N + 1.0 / math.log(lam))
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The bound's shape, fitted to a measured burn-in curve
 # --------------------------------------------------------------------------------------------------------------------
@@ -146,9 +182,7 @@ class BoundFit:
     @property
     def m_star(self) -> float:
         """The minimiser of ``λ^m / (N - m)`` over real ``m`` in ``[0, N)``: ``N + 1/ln λ`` (0 when negative)."""
-        if self.lam >= 1.0 or self.C == 0.0:
-            return 0.0
-        return max(0.0, self.N + 1.0 / math.log(self.lam))
+        return 0.0 if self.C == 0.0 else bound_m_star(self.lam, self.N)
 
 
 def fit_bound(m, value, N: int) -> BoundFit:

@@ -79,7 +79,8 @@ def psnr_bars(ds: xr.Dataset) -> hv.Overlay:
     pts = [(LABELS[v], float(p)) for v in variants for p in ds.psnr.sel(variant=v).values.ravel()]
     lo = min(p for _, p in pts)
     return (bars * hv.Scatter(pts, "variant", "PSNR (dB)").opts(color="black", size=6, jitter=0.3)).opts(
-        title=f"PSNR storing {ds.attrs['budget']} numbers (bar: mean; points: data x seeds)", width=760, height=380,
+        title=f"PSNR storing about {int(ds.stored.max())} numbers (budget {ds.attrs['budget']}; bar: mean; points: "
+              "data x seeds)", width=760, height=380,
         ylim=(lo - 2, None), show_grid=True)
 
 

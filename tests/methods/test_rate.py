@@ -94,6 +94,41 @@ def test_memory_carries_the_clue_and_the_valve_changes_it():
     assert not torch.allclose(out_c[:, 3:], out_a[:, 3:])
 
 
+def test_official_valve_reads_relu_of_the_written_memory_with_no_residual():
+    torch.manual_seed(0)
+    valve = M.OfficialValve(16, 2)
+    old_a, old_b, new = torch.randn(3, 2, 4, 16).unbind(0)
+    with torch.no_grad():
+        assert not torch.allclose(valve(old_a, new)[0], valve(old_b, new)[0])  # M_n is the query: it matters
+        torch.testing.assert_close(valve(old_a, new)[0], valve(old_a, new.clamp(min=0))[0])  # K = V = ReLU(M~)
+        # by hand: softmax(q k^T / sqrt(e)) v per head, then the output projection
+        q, k, v = valve.q(old_a), valve.k(new.relu()), valve.v(new.relu())
+        heads = []
+        for h in range(2):
+            sl = slice(8 * h, 8 * h + 8)
+            heads.append(torch.softmax(q[..., sl] @ k[..., sl].transpose(-1, -2) / 8 ** 0.5, -1) @ v[..., sl])
+        torch.testing.assert_close(valve(old_a, new)[0], valve.out(torch.cat(heads, -1)))
+        valve.out.weight.zero_()  # nothing read from M~: M_{n+1} is the output bias, whatever M_n holds
+        torch.testing.assert_close(valve(old_a, new)[0], valve(old_b, new)[0])
+
+
+@pytest.mark.parametrize("form", M.VALVES)
+def test_detached_memory_leaves_the_valve_without_gradient(form):
+    data = E.oracle(9, 4, np.random.default_rng(2))
+    grads = {}
+    for detach in (True, False):
+        torch.manual_seed(0)
+        model = M.RATE(E.OBS_DIM, E.N_ACTIONS, 16, 2, 2, segment=3, n_memory=2, valve_form=form, detach=detach)
+        M.weighted_loss(model(data.rtg, data.obs, data.actions), data.actions, data.weights).backward()
+        grads[detach] = {n: p.grad for n, p in model.named_parameters()}
+    # detached (the official trainer): a segment's written memory reaches a loss only through the next segment,
+    # so the valve learns nothing; the read side and M_0 (read by the first segment) still learn
+    assert all(g is None for n, g in grads[True].items() if n.startswith("valve."))
+    assert grads[True]["memory0"] is not None and grads[True]["memory0"].abs().sum() > 0
+    assert all(g is not None and g.abs().sum() > 0 for n, g in grads[False].items() if n.startswith("valve.")
+               and n.endswith("weight"))
+
+
 def test_paper_valve_has_no_residual_path_from_the_old_memory():
     torch.manual_seed(0)
     valve = M.MemoryValve(16, 2)
@@ -225,23 +260,31 @@ def test_ci_run_has_the_documented_dims_and_claims(ci_result):
 
     res = ci_result("rate")
     ds, cfg = res.data, Config.from_profile("ci")
-    assert ds.success.dims == ("seed", "variant", "length")
+    assert ds.success.dims == ("seed", "variant", "length") == ds.turn_accuracy.dims
     assert list(ds.variant.values) == list(VARIANTS) and list(ds.length.values) == list(cfg.eval_lengths)
     assert ((ds.success >= 0) & (ds.success <= 100)).all() and (ds.success <= ds.turned).all()
     assert ds.minigrid_success.dims == ("seed", "variant")
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
-    assert all(np.isfinite(r.measured) for r in res.claims)
+    # every claim is computed; turn accuracy is undefined where no episode reached the junction, and says so
+    assert all(np.isfinite(r.measured) or "no turn to judge" in r.detail for r in res.claims)
 
 
-def _ds(success: dict, seeds=3, lengths=(10, 30, 90, 300)):
+def _ds(success: dict, seeds=3, lengths=(10, 30, 90, 300), turned: dict | None = None):
+    """A synthetic run: success per variant and length (seed 1 one point lower); every episode turned unless
+    ``turned`` says otherwise (then success counts within the turned episodes as well)."""
     values = np.array([[np.asarray(success[v], float) - (s % 2) for v in VARIANTS] for s in range(seeds)])
-    return xr.Dataset({"success": (("seed", "variant", "length"), values)},
+    reach = np.array([[np.asarray((turned or {}).get(v, [100] * len(lengths)), float) for v in VARIANTS]
+                      for _ in range(seeds)])
+    dims = ("seed", "variant", "length")
+    return xr.Dataset({"success": (dims, values), "turned": (dims, reach),
+                       "turn_accuracy": (dims, np.divide(100.0 * values, reach, out=np.full_like(values, np.nan),
+                                                         where=reach > 0))},
                       coords={"seed": np.arange(seeds), "variant": list(VARIANTS), "length": list(lengths)},
                       attrs={"segment_length": 10, "train_max": 30, "envs": "tmaze", "minigrid_size": 7})
 
 
-PAPER = {"rate": [100, 100, 100, 99], "rate_no_valve": [100, 100, 60, 50], "dt_short": [100, 50, 51, 50],
-         "dt_long": [100, 100, 50, 50], "gru": [100, 100, 90, 70]}
+PAPER = {"rate": [100, 100, 100, 99], "rate_no_valve": [100, 100, 60, 50], "rate_lab": [100, 100, 100, 90],
+         "dt_short": [100, 50, 51, 50], "dt_long": [100, 100, 50, 50], "gru": [100, 100, 90, 70]}
 
 
 def _verdicts(ds):
@@ -267,6 +310,8 @@ def test_claims_hold_with_the_papers_effect_and_their_controls_fail():
     assert v["rate_at_training_length"].verdict == "does not discriminate"
     assert v["rate_at_training_length"].control_measured == pytest.approx(100 - 1 / 3)
     assert v["gru_beyond_training"].verdict == "reported" and v["minigrid_memory"].verdict == "reported"
+    assert v["official_form_against_lab_form"].verdict == "reported"
+    assert v["official_form_against_lab_form"].measured == pytest.approx(9)
     assert "not run at this profile" in v["minigrid_memory"].detail
 
 
@@ -309,6 +354,14 @@ def test_claims_fail_or_do_not_discriminate_without_the_effect():
     assert _verdicts(_ds(broken))["dt_falls_to_chance"].verdict == "control not competent"
     untrained = {**PAPER, "rate": [100, 70, 70, 70], "rate_no_valve": [100, 50, 50, 50]}  # RATE below 80% at T_train
     assert _verdicts(_ds(untrained))["no_valve_behaves_like_dt"].verdict == "control not competent"
+    # lost in the corridor, not forgetting: half the episodes never reach the junction, those that do turn right
+    lost = {**PAPER, "rate_no_valve": [100, 100, 60, 50]}
+    v = _verdicts(_ds(lost, turned={"rate_no_valve": [100, 100, 60, 50]}))["no_valve_behaves_like_dt"]
+    assert v.verdict == "fails" and v.measured > 95 and "50% of its episodes reached the junction" in v.detail
+    stuck = _ds(lost, turned={"rate_no_valve": [100, 100, 60, 0]})  # none turned: nothing to judge, no verdict
+    stuck["turn_accuracy"].loc[dict(variant="rate_no_valve", length=300)] = np.nan
+    v = _verdicts(stuck)["no_valve_behaves_like_dt"]
+    assert v.verdict == "fails" and np.isnan(v.measured) and "no turn to judge" in v.detail
 
 
 def test_live_rollout_returns_what_it_says(ci_result):

@@ -5,8 +5,12 @@ The lengths a claim reads come from the Dataset's attrs: K (``segment_length``, 
 T_train = K x N (``train_max``, the longest training corridor) and the longest test corridor (at least 10 x
 T_train, checked by the Config).
 
-RATE's own claims compare it with the strongest baseline of the run: per seed, the best of the short DT, the long DT
-and the GRU at the same length. Every learned control is checked for competence in the same run, where it sees
+RATE is the official code's form by default (the valve over ReLU(M~), memory detached between segments); the variant
+``rate_lab`` (the lab's first form: LayerNorm + FFN valve, memory back-propagated) measures what that changes. RATE's
+own claims compare it with the strongest baseline of the run: per seed, the best of the short DT, the long DT and the
+GRU at the same length. The ablation without the valve is read by turn accuracy (the share of the episodes that
+reached the junction and turned which turned into the clue's arm): forgetting, not getting lost in the corridor.
+Every learned control is checked for competence in the same run, where it sees
 everything it needs: the short DT at a corridor of K steps, the long DT, the GRU and RATE at T_train (all inside
 the training set).
 """
@@ -15,9 +19,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, Pick, over_seeds, value
+from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, value
 
 #: the learned baselines RATE is compared with: the short DT (context K), the long DT (context T_train), the GRU
 BASELINES = ("dt_short", "dt_long", "gru")
@@ -43,6 +48,29 @@ def _success_at(variant: str, where: str):
     """Per seed: the agent's success at one corridor length (:func:`_length`); the statistic: the mean."""
     return value(Pick("success", f"{variant} at {_WHERE[where]}", unit="%",
                       sel={"variant": variant, "length": lambda ds: _length(ds, where)}))
+
+
+def _turn_accuracy_at(variant: str, where: str):
+    """Per seed: the agent's turn accuracy (success among the episodes that turned) at one corridor length, with
+    the share that turned at all in the detail; the statistic: the mean over the seeds on which some episode turned
+    (a seed where none did has no turn to judge: left out, and said; none at all gives NaN, said plainly)."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        length = _length(ds, where)
+        acc = ds.turn_accuracy.sel(variant=variant, length=length).values.astype(float)
+        turned = ds.turned.sel(variant=variant, length=length).values
+        ok = np.isfinite(acc)
+        reached = (f"{float(turned.mean()):.0f}% of its episodes reached the junction and turned (seeds "
+                   f"{', '.join(f'{t:.0f}' for t in turned)})")
+        if not ok.any():
+            return Measurement(math.nan, f"{variant}: no episode reached the junction and turned at "
+                                         f"{_WHERE[where]}: no turn to judge; {reached}")
+        left = f"; {int((~ok).sum())} seed(s) without a turn left out" if not ok.all() else ""
+        return over_seeds(acc[ok], "mean", f"{variant}'s turn accuracy at {_WHERE[where]} "
+                                           f"{float(acc[ok].mean()):.4g}%, mean over {int(ok.sum())} seeds; "
+                                           f"{reached}{left}")
+
+    return measure
 
 
 def _strongest(where: str):
@@ -141,18 +169,36 @@ CLAIMS = [
     ),
     Claim(
         name="no_valve_behaves_like_dt",
-        statement="Without the Memory Retention Valve (the written memory passed straight on) RATE behaves like DT: "
-                  "at chance on the longest corridor (mean over seeds)",
+        statement="Without the Memory Retention Valve (the written memory passed straight on) RATE forgets the clue "
+                  "like a DT: turn accuracy at chance on the longest corridor, among the episodes that reached the "
+                  "junction and turned (mean over seeds)",
         source="paper, ablation: RATE without MRV loses the T-Maze's long-range memory (the lab's bar: 'without "
                "MRV it behaves like DT')",
-        measure=_success_at("rate_no_valve", "longest"),
+        measure=_turn_accuracy_at("rate_no_valve", "longest"),
         op="<=",
         threshold=60.0,
         threshold_source=_CHANCE,
         unit="%",
-        control=_success_at("rate", "longest"),
-        control_label="RATE with the valve at the same length",
+        control=_turn_accuracy_at("rate", "longest"),
+        control_label="RATE with the valve: its turn accuracy at the same length",
         competence=_competent(("rate",), 80.0, _SUCCESS),
+    ),
+    Claim(
+        name="official_form_against_lab_form",
+        statement="RATE as the official code builds it (valve over ReLU(M~), memory detached between segments) minus "
+                  "RATE as this lab first built it (LayerNorm + FFN valve, memory back-propagated through every "
+                  "segment): success on the longest corridor, in points (mean over seeds)",
+        source="issue 38: the official code's valve and gradient against the lab's first form, its effect measured",
+        measure=difference(Pick("success", "rate (official form)", unit="%",
+                                sel={"variant": "rate", "length": _longest}),
+                           Pick("success", "rate_lab", unit="%", sel={"variant": "rate_lab", "length": _longest}),
+                           what="at the longest corridor"),
+        op=">=",
+        threshold=0.0,
+        threshold_source="shown without a verdict: the sign says which form carries the clue further",
+        unit="points",
+        no_control="a report row: the effect of the official form, shown without a verdict",
+        report=True,
     ),
     Claim(
         name="dt_long_context_beyond_training",

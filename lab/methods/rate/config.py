@@ -10,9 +10,11 @@ from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.fields import Rate, Seeds, WeightDecay
 from lab.core.runtime import RuntimeConfig
 
-#: the agents: RATE, RATE without the Memory Retention Valve (write-memory passed straight), Decision Transformers
-#: with a short context (one segment, K steps) and a long one (the whole training episode), GRU behaviour cloning
-VARIANTS = ("rate", "rate_no_valve", "dt_short", "dt_long", "gru")
+#: the agents: RATE (its valve and gradient as ``valve_form`` and ``detach_memory`` say: the official code's by
+#: default), RATE without the Memory Retention Valve (write-memory passed straight), RATE as this lab first built it
+#: (the LayerNorm + FFN valve, the memory back-propagated through every segment), Decision Transformers with a short
+#: context (one segment, K steps) and a long one (the whole training episode), GRU behaviour cloning
+VARIANTS = ("rate", "rate_no_valve", "rate_lab", "dt_short", "dt_long", "gru")
 #: environments: the T-Maze written here (numpy) and minigrid's Memory task
 ENVS = ("tmaze", "minigrid")
 #: the paper's "far longer than seen in training" (the lab's plan: RATE >= 80% at 10x the training length)
@@ -45,6 +47,13 @@ class Config(RuntimeConfig, BaseConfig):
     eval_lengths: Annotated[tuple[int, ...], Range(2, 100_000), Each(increasing=True)] = (10, 30, 90, 300)
     """Corridor lengths of the closed-loop tests (each >= 2). The claims read K (the clue inside the short DT's
     context), T_train and the longest (at least 10 x T_train)."""
+    valve_form: Annotated[str, Choices("official", "lab")] = "official"
+    """RATE's Memory Retention Valve: 'official', the official code's MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))
+    (projections only), or 'lab', FFN(MultiHead(...)) with three LayerNorms (the form of the variant rate_lab)."""
+    detach_memory: bool = True
+    """Detach the memory between segments in training, as the official trainer does (each segment learns from its
+    own actions only; the write path and the valve get no gradient); False back-propagates through every segment
+    (as rate_lab always does)."""
     n_memory: Annotated[int, Range(1, 64)] = 4
     """Memory tokens M_n (read prefix and write suffix of every segment)."""
     d_model: Annotated[int, Range(8, 1024)] = 64
@@ -116,7 +125,7 @@ class Config(RuntimeConfig, BaseConfig):
                             f"{LENGTH_FACTOR * self.train_max} (the claims test far beyond training)")
 
     def run_budget(self) -> Budget:
-        """Work: 5 variants x n_seeds agents trained steps x batch_size trajectories of 3 to 3 K N (+ memory)
+        """Work: 6 variants x n_seeds agents trained steps x batch_size trajectories of 3 to 3 K N (+ memory)
         tokens through n_layers blocks of about 12 d_model^2 weights, then closed-loop tests: n_eval episodes of
         every eval_length, each step a forward pass over each agent's context (3 K tokens; the long DT 3 K N), and
         on MiniGrid-Memory the same at its episode lengths (about 2 minigrid_size steps). Memory: the oracle
@@ -127,7 +136,7 @@ class Config(RuntimeConfig, BaseConfig):
         runs = len(VARIANTS) * self.n_seeds
         memory, work = training(runs, self.steps, self.batch_size, tokens, weights, d, self.n_layers,
                                 attend=tokens / 2, heads=self.n_heads)
-        contexts = 9 * K + 3 * T + 4 * self.n_memory  # RATE twice and the short DT: 3 K; the long DT: 3 K N
+        contexts = 12 * K + 3 * T + 6 * self.n_memory  # RATE thrice and the short DT: 3 K; the long DT: 3 K N
         tests = self.n_seeds * sum(self.eval_lengths) * (self.n_eval * 2.0 * weights * contexts + STEP_OPS / 2)
         memory = max(memory, 4.0 * self.n_eval * (max(self.eval_lengths) * 8 + 3 * T * d * 16))
         memory += 16.0 * T * T * self.n_train * 3
@@ -138,7 +147,7 @@ class Config(RuntimeConfig, BaseConfig):
             m_work += runs * self.minigrid_eval * episode * (2.0 * weights * 3 * (k + episode) + 1e6)
             memory = max(memory, m_memory + 4.0 * self.minigrid_episodes * episode * 64)
             work += m_work + self.n_seeds * self.minigrid_episodes * episode * 1e6
-        return Budget(memory, work + tests, "rate's agents: 5 variants x n_seeds trained steps x batch_size "
+        return Budget(memory, work + tests, "rate's agents: 6 variants x n_seeds trained steps x batch_size "
                       "trajectories of 3 K N tokens, tested n_eval episodes on every eval_length",
                       ("steps", "batch_size", "eval_lengths", "n_eval", "segment_length", "n_segments", "d_model",
                        "n_layers", "n_seeds", "n_train"),

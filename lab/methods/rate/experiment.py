@@ -20,6 +20,8 @@ SCHEMA = Schema(
         "(the only reward; turn accuracy)", "%"),
     Var("turned", ("seed", "variant", "length"), "share of test episodes that reached the junction and turned "
         "(either way)", "%"),
+    Var("turn_accuracy", ("seed", "variant", "length"), "turn accuracy: share of the episodes that reached the "
+        "junction and turned which turned into the clue's arm (success / turned; NaN when none turned)", "%"),
     Var("train_loss", ("seed", "variant"), "weighted training cross-entropy, mean of the last 10% of steps",
         "nats"),
     Var("train_cpu_s", ("seed", "variant"), "CPU seconds of training (when trained in this run or cached earlier)",
@@ -54,6 +56,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                 res["train_cpu_s"][s, v] = float(agent.meta.get("cpu_seconds", np.nan))
                 tested = scores(cfg, variant, seed, agent)
                 res["success"][s, v], res["turned"][s, v] = tested["success"], tested["turned"]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    res["turn_accuracy"][s, v] = np.where(tested["turned"] > 0,
+                                                          100.0 * tested["success"] / tested["turned"], np.nan)
                 bar.update(1)
                 if grid:
                     from lab.methods.rate.minigrid import evaluate
@@ -63,4 +68,5 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     bar.close()
     return res.build(attrs={"segment_length": cfg.segment_length, "n_segments": cfg.n_segments,
                             "train_max": cfg.train_max, "n_eval": cfg.n_eval, "n_memory": cfg.n_memory,
-                            "envs": ",".join(cfg.envs), "minigrid_size": cfg.minigrid_size})
+                            "envs": ",".join(cfg.envs), "minigrid_size": cfg.minigrid_size,
+                            "valve_form": cfg.valve_form, "detach_memory": int(cfg.detach_memory)})

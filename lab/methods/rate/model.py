@@ -8,9 +8,15 @@ two agree (a test checks it): the step form is the batched one, token by token.
 * :class:`RATE`: the trajectory is cut into segments of K steps (3K tokens). Segment n reads
   ``[M_n; tokens_n; M_n]`` with causal attention: the memory prefix is read by every token, the memory suffix sees
   the whole segment and its outputs are the written memory ``M~_{n+1}``. The Memory Retention Valve (MRV) lets the
-  old memory choose what to keep: ``M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))``, the paper's equation,
-  with no residual path from ``M_n``; ``M_0`` is learned. In a rollout the memory is carried through every segment,
-  however long the episode. ``valve=False`` passes ``M~_{n+1}`` straight on (the ablation).
+  old memory choose what to keep. Two forms: :class:`OfficialValve`, the official code's
+  ``M_{n+1} = MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))`` (query, key, value and output projections, nothing else),
+  and :class:`MemoryValve`, the form this lab used first, ``FFN(MultiHead(...))`` with three LayerNorms. ``M_0`` is
+  learned. ``detach=True`` cuts the gradient between segments as the official trainer does
+  (``mem_tokens.detach()`` before each segment): every segment learns only from its own actions, and since a
+  segment's written memory reaches a loss only through the next segment, the write path and the valve then get no
+  gradient at all (a test checks it). ``detach=False`` back-propagates through every segment. In a rollout the
+  memory is carried through every segment, however long the episode. ``valve=False`` passes ``M~_{n+1}`` straight
+  on (the ablation).
 * :class:`DecisionTransformer`: a causal transformer over the last ``context`` steps (a sliding window in a rollout).
 * :class:`GRUPolicy`: behaviour cloning with a GRU over (observation, return-to-go, previous action).
 
@@ -29,7 +35,11 @@ from torch import nn
 
 from lab.core.transformer import Transformer
 
-__all__ = ["DecisionTransformer", "GRUPolicy", "MemoryValve", "RATE", "TokenEmbedding", "weighted_loss"]
+__all__ = ["VALVES", "DecisionTransformer", "GRUPolicy", "MemoryValve", "OfficialValve", "RATE", "TokenEmbedding",
+           "weighted_loss"]
+
+#: the valve's forms: the official code's and the lab's first one
+VALVES = ("official", "lab")
 
 
 class TokenEmbedding(nn.Module):
@@ -69,12 +79,13 @@ def weighted_loss(logits: torch.Tensor, actions: torch.Tensor, weights: torch.Te
 
 
 class MemoryValve(nn.Module):
-    """The Memory Retention Valve, the paper's equation ``M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))``.
+    """The lab's first Memory Retention Valve, ``M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))`` with layer
+    norms on the query, the keys/values and the FFN's input (the official code has neither the FFN nor the norms:
+    :class:`OfficialValve`).
 
     The old memory is only the attention's query: what it holds reaches ``M_{n+1}`` only through what it reads from
-    the written memory. Layer norms on the query, the keys/values and the FFN's input; no residual connection (a
-    pre-norm block with ``y = M_n + MultiHead(...)`` would let ``M_n`` pass straight through, a different model; at
-    ``quick`` it scored the same, 100% at every length on every seed, so only the paper's form is kept).
+    the written memory. No residual connection (a pre-norm block with ``y = M_n + MultiHead(...)`` would let ``M_n``
+    pass straight through, a different model).
 
     ``forward(old (b, m, d), new (b, m, d)) -> (memory (b, m, d), weights (b, m, m))``: weights averaged over heads,
     row i: how much old memory token i reads from each written token.
@@ -95,23 +106,46 @@ class MemoryValve(nn.Module):
         return self.ffn(self.norm_ff(read)), w.mean(1)
 
 
+class OfficialValve(nn.Module):
+    """The official code's Memory Retention Valve (``mha_mem_to_mem`` with ``mrv_act='relu'``):
+    ``M_{n+1} = W_o MultiHead(Q = W_q M_n, K = W_k ReLU(M~_{n+1}), V = W_v ReLU(M~_{n+1}))``, four linear maps with
+    biases, no norm, no FFN, no residual. Same interface as :class:`MemoryValve`."""
+
+    def __init__(self, d: int, n_heads: int):
+        super().__init__()
+        self.h = n_heads
+        self.q, self.k, self.v, self.out = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, old: torch.Tensor, new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        new = F.relu(new)
+        q, k, v = (rearrange(f(x), "b m (h e) -> b h m e", h=self.h)
+                   for f, x in ((self.q, old), (self.k, new), (self.v, new)))
+        w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)  # (b, h, m, m)
+        return self.out(rearrange(w @ v, "b h m e -> b m (h e)")), w.mean(1)
+
+
 class RATE(nn.Module):
     """Recurrent Action Transformer with Memory (module docstring).
 
     Arguments:
         obs_dim, n_actions: the environment's. d_model, n_layers, n_heads: the transformer's.
         segment: K, steps per segment. n_memory: memory tokens. valve: the MRV (False: ``M_{n+1} = M~_{n+1}``).
+        valve_form: ``official`` (:class:`OfficialValve`) or ``lab`` (:class:`MemoryValve`). detach: cut the
+        gradient between segments in ``forward`` (the official trainer's truncation).
     """
 
     def __init__(self, obs_dim: int, n_actions: int, d_model: int, n_layers: int, n_heads: int, segment: int,
-                 n_memory: int, valve: bool = True):
+                 n_memory: int, valve: bool = True, valve_form: str = "official", detach: bool = True):
         super().__init__()
-        self.K, self.m = segment, n_memory
+        if valve_form not in VALVES:
+            raise ValueError(f"valve_form={valve_form!r} is not allowed; allowed: one of {', '.join(VALVES)}")
+        self.K, self.m, self.detach = segment, n_memory, detach
         self.embed = TokenEmbedding(obs_dim, n_actions, d_model)
         self.body = Transformer(d_model, n_layers, n_heads, causal=True)
         self.head = nn.Linear(d_model, n_actions)
         self.memory0 = nn.Parameter(torch.randn(n_memory, d_model) / math.sqrt(d_model))
-        self.valve = MemoryValve(d_model, n_heads) if valve else None
+        self.valve = ({"official": OfficialValve, "lab": MemoryValve}[valve_form](d_model, n_heads) if valve
+                      else None)
 
     def initial(self, batch: int) -> torch.Tensor:
         """``M_0`` for a batch: ``(batch, m, d)``."""
@@ -136,7 +170,7 @@ class RATE(nn.Module):
                 memories: list | None = None) -> torch.Tensor:
         """Teacher-forced logits of every step: ``rtg (b, T)``, ``obs (b, T, obs_dim)``, ``actions (b, T)`` ->
         ``(b, T, n_actions)``; the memory runs through ``ceil(T / K)`` segments (``memories`` collects
-        ``M_0, M_1, ...``)."""
+        ``M_0, M_1, ...``), detached between them when ``self.detach``."""
         tokens = self.embed.steps(rtg, obs, actions)  # (b, 3T, d)
         memory, logits, T = self.initial(len(rtg)), [], rtg.shape[1]
         for start in range(0, T, self.K):
@@ -147,6 +181,8 @@ class RATE(nn.Module):
             logits.append(self.head(out[:, 1::3]))  # at each observation token
             if more:
                 memory, _ = self.update(memory, written)
+                if self.detach:
+                    memory = memory.detach()
         return torch.cat(logits, 1)
 
     # -- step by step ------------------------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ from lab.viz.style import PALETTE, log_ticks
 
 __all__ = ["LABELS", "discussion", "memory_attention_plot", "rollout_plot", "success_plot", "success_table"]
 
-LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "dt_short": "DT, context K",
-          "dt_long": "DT, context K x N", "gru": "GRU (BC)"}
-COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "dt_short": PALETTE[3], "dt_long": PALETTE[5],
-           "gru": PALETTE[4]}
+LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_lab": "RATE, lab's first form",
+          "dt_short": "DT, context K", "dt_long": "DT, context K x N", "gru": "GRU (BC)"}
+COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_lab": PALETTE[6], "dt_short": PALETTE[3],
+           "dt_long": PALETTE[5], "gru": PALETTE[4]}
 _GREEN, _RED = PALETTE[2], PALETTE[1]
 
 
@@ -140,10 +140,23 @@ def discussion(ds: xr.Dataset) -> str:
         "- Episodes that reached the junction and turned at all (right or wrong) at the longest corridor: "
         + ", ".join(f"{_label(str(v))} {float(turned.sel(variant=v)):.0f}%" for v in ds.variant.values)
         + ": a failure below 100% here is an agent lost in the corridor, not a wrong guess.",
-        "- RATE's valve is the paper's `M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))`, with no residual "
-        "path from `M_n`: the old memory keeps only what it reads back from the written one. Without the valve the "
-        "written memory `M~_{n+1}` is passed straight on.",
     ]
+    if "turn_accuracy" in ds:
+        acc = ds.turn_accuracy.sel(length=longest)
+        lines.append("- **Turn accuracy** at the longest corridor (the clue's arm among the episodes that turned, "
+                     "50% is a guess): " + ", ".join(f"{_label(str(v))} {_pct(acc.sel(variant=v).values)}"
+                                                    for v in ds.variant.values) + ".")
+    form = ds.attrs.get("valve_form", "official")
+    detached = bool(int(ds.attrs.get("detach_memory", 1)))
+    valve = ("the official code's `M_{n+1} = MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))`" if form == "official"
+             else "the lab's `M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))` with three LayerNorms")
+    grad = ("detached between segments as the official trainer does, so the write path and the valve get no "
+            "gradient: what the memory carries is whatever the transformer's write tokens happen to hold, and "
+            "only reading it is learned" if detached else "back-propagated through every segment")
+    lines.append(f"- RATE's valve here is {valve}; its memory is {grad}. "
+                 + (f"RATE as the lab first built it (LayerNorm + FFN valve, memory back-propagated): "
+                    f"{_pct(at['rate_lab'])} at {longest} steps against {_pct(at['rate'])} for this form."
+                    if "rate_lab" in at else ""))
     if "minigrid_success" in ds:
         mg = ds.minigrid_success.mean("seed")
         lines.append(f"- **MiniGrid-MemoryS{ds.attrs['minigrid_size']}-v0** (success, mean over seeds): "

@@ -32,8 +32,11 @@ def build(cfg: Config, variant: str, obs_dim: int = E.OBS_DIM, n_actions: int = 
     (default T_train); ``segment``: K (default ``cfg.segment_length``)."""
     check_choice("variant", variant, VARIANTS)
     d, L, H, K = cfg.d_model, cfg.n_layers, cfg.n_heads, segment or cfg.segment_length
+    if variant == "rate_lab":  # the lab's first RATE: LayerNorm + FFN valve, memory back-propagated
+        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=True, valve_form="lab", detach=False)
     if variant in ("rate", "rate_no_valve"):
-        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=variant == "rate")
+        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=variant == "rate",
+                      valve_form=cfg.valve_form, detach=cfg.detach_memory)
     if variant == "dt_short":
         return M.DecisionTransformer(obs_dim, n_actions, d, L, H, K)
     if variant == "dt_long":
@@ -80,7 +83,8 @@ def fit_agent(cfg: Config, model: torch.nn.Module, sample, steps: int, seed: int
 
 
 def _key(cfg: Config, variant: str, seed: int) -> dict:
-    return {"format": FORMAT, "variant": variant, "seed": seed, "K": cfg.segment_length, "N": cfg.n_segments,
+    form = {"valve_form": cfg.valve_form, "detach": cfg.detach_memory} if variant in ("rate", "rate_no_valve") else {}
+    return {"format": FORMAT, **form, "variant": variant, "seed": seed, "K": cfg.segment_length, "N": cfg.n_segments,
             "n_memory": cfg.n_memory, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
             "steps": cfg.steps, "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
             "turn_weight": cfg.turn_weight, "n_train": cfg.n_train}

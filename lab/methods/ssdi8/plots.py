@@ -11,8 +11,8 @@ from lab.viz.style import PALETTE, curve_opts
 
 VARIANT_STYLE = {
     "fp32": {"color": "black", "label": "FP32"},
-    "input_only": {"color": "#777777", "label": "input only, per tensor (Quamba-style)"},
-    "input_group": {"color": PALETTE[2], "label": "input only, per channel and group (Quamba2-style)"},
+    "input_only": {"color": "#777777", "label": "input only, per tensor (Quamba)"},
+    "input_group": {"color": PALETTE[2], "label": "input only, per channel/group (Quamba2)"},
     "per_tensor": {"color": PALETTE[1], "label": "INT8 SSD, per tensor"},
     "axis_aware": {"color": PALETTE[3], "label": "INT8 SSD, axis-aware"},
     "ssdi8": {"color": PALETTE[0], "label": "SSDi8 (axis-aware + correction)"},
@@ -74,7 +74,7 @@ def perplexity_bars(table: xr.Dataset) -> hv.Bars:
     variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
     fp = float(table.perplexity.sel(variant="fp32", weights="fp32"))
     return _bars(rows, ["weights", variant], "perplexity", f"evaluation perplexity (FP32: {fp:.3f})", "variant",
-                 _colours(), log=False, width=500)
+                 _colours(), log=False, width=720)
 
 
 def error_bars(table: xr.Dataset) -> hv.Bars:
@@ -84,7 +84,7 @@ def error_bars(table: xr.Dataset) -> hv.Bars:
             for w in table.weights.values for v in table.variant.values if v != "fp32" or w != "fp32"]
     variant = hv.Dimension("variant", values=[_label(str(v)) for v in table.variant.values])
     return _bars(rows, ["weights", variant], "relative error (mean over layers)", "SSD output error Σ|Y'-Y|²/Σ|Y|²",
-                 "variant", _colours(), log=True)
+                 "variant", _colours(), log=True, width=720)
 
 
 def channel_ranges(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:

@@ -10,7 +10,7 @@ from lab.viz.style import PALETTE, log_ticks
 
 __all__ = ["LABELS", "discussion", "memory_attention_plot", "rollout_plot", "success_plot", "success_table"]
 
-LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_lab": "RATE, lab's first form",
+LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_lab": "RATE (lab's first form)",
           "dt_short": "DT, context K", "dt_long": "DT, context K x N", "gru": "GRU (BC)"}
 COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_lab": PALETTE[6], "dt_short": PALETTE[3],
            "dt_long": PALETTE[5], "gru": PALETTE[4]}
@@ -157,6 +157,16 @@ def discussion(ds: xr.Dataset) -> str:
                  + (f"RATE as the lab first built it (LayerNorm + FFN valve, memory back-propagated): "
                     f"{_pct(at['rate_lab'])} at {longest} steps against {_pct(at['rate'])} for this form."
                     if "rate_lab" in at else ""))
+    if {"rate", "gru"} <= set(at):
+        gap = (ds.success.sel(variant="gru") - ds.success.sel(variant="rate")).mean("seed")
+        ahead = [int(L) for L in ds.length.values if float(gap.sel(length=L)) > 0]
+        lines.append("- **The GRU** " + (
+            f"beats RATE at {', '.join(map(str, ahead))} steps and matches it elsewhere: one bit held for a few "
+            "hundred steps is as easy for a recurrent state as for RATE's memory, so this T-Maze does not tell "
+            "segment memory from recurrence (a task that does, with more to hold than one bit, is not built here)"
+            if ahead and float(gap.min()) >= 0 else
+            "does not beat RATE everywhere: mean gap (GRU minus RATE) per length "
+            + ", ".join(f"{int(L)}: {float(gap.sel(length=L)):+.0f}" for L in ds.length.values)) + ".")
     if "minigrid_success" in ds:
         mg = ds.minigrid_success.mean("seed")
         lines.append(f"- **MiniGrid-MemoryS{ds.attrs['minigrid_size']}-v0** (success, mean over seeds): "

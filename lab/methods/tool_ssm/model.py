@@ -8,9 +8,11 @@ Four model kinds share one interface, ``model(tokens, return_state=True) -> (log
 * ``mamba``, ``lru``: :class:`lab.core.models.CausalLM` over the lab's SSM layers; their ``step`` runs the
   recurrence's step form (``kernels.selective_state_update``, the LRU's diagonal step), a state of fixed size;
 * ``gru``: :class:`GRULM`, ``torch.nn.GRU`` stepped one token at a time;
-* ``transformer``: :class:`TransformerLM`, the lab's causal transformer (:mod:`lab.core.transformer`, no positional
-  encoding: nothing in it is tied to the training length) whose ``step`` attends over a key/value cache that grows
-  with the episode (the paper's baseline is Pythia, with rotary positions).
+* ``transformer``: :class:`TransformerLM`, the blocks of the lab's causal transformer (:mod:`lab.core.transformer`)
+  with rotary positions (:func:`rotate`), as the paper's Pythia baseline has, whose ``step`` attends over a key/value
+  cache that grows with the episode. Rotary rather than none: the agent's every step reads the last few tokens, and
+  rotary attention can find them by their offset at any position, where a transformer without positions must count
+  from the start of the episode (a count that does not extrapolate): the stronger, and the paper's, baseline.
 
 Every kind starts with token embeddings of standard deviation ``d_model ** -0.5`` (tied heads then start with logits
 of order one).
@@ -19,8 +21,6 @@ of order one).
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +33,7 @@ from lab.core.transformer import Transformer
 from lab.methods.tool_ssm import env as E
 from lab.methods.tool_ssm.config import KINDS
 
-__all__ = ["KINDS", "GRULM", "TransformerLM", "Episode", "build_model", "masked_loss", "rollout", "score"]
+__all__ = ["KINDS", "GRULM", "TransformerLM", "Episode", "build_model", "masked_loss", "rollout", "rotate", "score"]
 
 #: settings of the SSM layers: the LRU ring |λ| in [0.5, 0.99] (a column of the agent spans 7 tokens)
 MIXER_KWARGS = {"lru": {"r_min": 0.5, "r_max": 0.99}, "mamba": {}}
@@ -63,25 +63,46 @@ class GRULM(nn.Module):
         return self.head(self.norm(h[:, 0])), state
 
 
-def _attend_step(block, x_t: torch.Tensor, cache):
-    """One token through a :class:`lab.core.transformer.Block` against its key/value cache.
+def rotate(x: torch.Tensor, start: int) -> torch.Tensor:
+    """Rotary position embedding (RoFormer; GPT-NeoX/Pythia's form, on every feature of the head): the feature pairs
+    ``(x_i, x_{i + e/2})`` of the row at position ``start + t`` turned by the angle ``(start + t) * 10000^(-2i/e)``,
+    so that ``q_s . k_t`` depends on ``s - t`` alone.
 
     Arguments:
-        x_t: ``(b, d)``. cache: ``(k, v)``, each ``(b, heads, t, d / heads)``.
+        x: ``(b, heads, l, e)`` queries or keys, ``e`` even. start: the position of the first row.
+    """
+    e, length = x.shape[-1], x.shape[-2]
+    freq = 10_000.0 ** (-torch.arange(0, e // 2, dtype=torch.float32) * 2 / e)  # (e/2,)
+    angle = torch.arange(start, start + length, dtype=torch.float32)[:, None] * freq  # (l, e/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x1, x2 = x[..., : e // 2], x[..., e // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def _attend(block, x: torch.Tensor, cache=None):
+    """Tokens through a :class:`lab.core.transformer.Block` with rotary positions, after the key/value ``cache``.
+
+    Arguments:
+        x: ``(b, l, d)`` the new rows (one row, ``l = 1``, after a cache). cache: ``(k, v)``, each
+            ``(b, heads, t, d / heads)`` (rotated keys), or None.
     Returns:
-        ``(b, d)`` and the cache one token longer.
+        ``(b, l, d)`` and the cache ``l`` rows longer.
     """
     attn = block.attn
-    q, k, v = rearrange(attn.qkv(block.norm1(x_t)), "b (three h e) -> three b h 1 e", three=3, h=attn.n_heads)
-    k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (b, h, t+1, e)
-    y = F.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1) @ v  # (b, h, 1, e)
-    x = x_t + attn.out(rearrange(y, "b h 1 e -> b (h e)"))
+    q, k, v = rearrange(attn.qkv(block.norm1(x)), "b l (three h e) -> three b h l e", three=3, h=attn.n_heads)
+    start = 0 if cache is None else cache[0].shape[2]
+    q, k = rotate(q, start), rotate(k, start)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (b, h, t + l, e)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None)  # a cached step sees every key
+    x = x + attn.out(rearrange(y, "b h l e -> b l (h e)"))
     return x + block.mlp(block.norm2(x)), (k, v)
 
 
 class TransformerLM(nn.Module):
-    """Token embedding, the lab's causal transformer (:class:`lab.core.transformer.Transformer`: pre-norm, no
-    positional encoding) and a tied head; ``step`` attends over each block's key/value cache (the state)."""
+    """Token embedding, the blocks of the lab's causal transformer (:class:`lab.core.transformer.Transformer`:
+    pre-norm) with rotary positions on queries and keys (the paper's Pythia baseline has them) and a tied head;
+    ``step`` attends over each block's key/value cache (the state)."""
 
     def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int = 4):
         super().__init__()
@@ -93,25 +114,19 @@ class TransformerLM(nn.Module):
     def forward(self, tokens: torch.Tensor, state=None, return_state: bool = False):
         if state is not None:
             raise ValueError("TransformerLM.forward starts from an empty cache (state=None); continue with step()")
-        x = self.embedding(tokens)  # (b, T, d)
-        logits = self.head(self.body(x))
-        if not return_state:
-            return logits
-        caches = []
-        for block in self.body.blocks:  # the caches: each block's keys and values over the prompt
-            attn = block.attn
-            _, k, v = rearrange(attn.qkv(block.norm1(x)), "b l (three h e) -> three b h l e", three=3,
-                                h=attn.n_heads)
-            caches.append((k, v))
-            x = block(x)
-        return logits, caches
+        x, caches = self.embedding(tokens), []  # (b, T, d)
+        for block in self.body.blocks:
+            x, cache = _attend(block, x)
+            caches.append(cache)
+        logits = self.head(self.body.norm(x))
+        return (logits, caches) if return_state else logits
 
     def step(self, token: torch.Tensor, state):
-        x, caches = self.embedding(token), []
+        x, caches = self.embedding(token)[:, None], []  # (b, 1, d)
         for block, cache in zip(self.body.blocks, state):
-            x, cache = _attend_step(block, x, cache)
+            x, cache = _attend(block, x, cache)
             caches.append(cache)
-        return self.head(self.body.norm(x)), caches
+        return self.head(self.body.norm(x[:, 0])), caches
 
 
 def build_model(kind: str, d_model: int, n_layers: int, d_state: int) -> nn.Module:

@@ -145,6 +145,33 @@ def test_a_model_emitting_garbage_gets_error_tokens_not_a_crash():
     assert sum(src != "question" for src in ep.source) <= budget
 
 
+def test_rotary_scores_depend_on_the_offset_alone():
+    """q_s . k_t after :func:`model.rotate` depends on s - t only: the same pair 5 apart at positions 0 and 300."""
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+    near = (M.rotate(q, 5) * M.rotate(k, 0)).sum()
+    far = (M.rotate(q, 305) * M.rotate(k, 300)).sum()
+    torch.testing.assert_close(near, far, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose((M.rotate(q, 6) * M.rotate(k, 0)).sum(), near)  # another offset, another score
+    torch.testing.assert_close(M.rotate(q, 0), q)  # position 0: no turn
+
+
+def test_the_lru_claim_reads_the_tool_less_ssms_the_run_trained():
+    """quick trains Mamba alone without the tool: the LRU's control is the tool-less Mamba, and says so."""
+    ds = _ds()
+    for var in ("exact", "exact_train_max", "digits_train_max", "final_loss"):
+        ds[var].loc[dict(model="lru", regime="cot")] = np.nan
+    v = _verdicts(ds)
+    for name in ("mamba_tool_generalises", "lru_tool_generalises", "no_tool_collapses"):
+        assert v[name].verdict == "holds", (name, v[name])
+    assert "lru" not in v["no_tool_collapses"].competence[0].detail
+    ds["exact"].loc[dict(model="mamba", regime="cot")] = 100.0  # the tool-less Mamba generalises too
+    assert _verdicts(ds)["lru_tool_generalises"].verdict == "does not discriminate"
+    v = _verdicts(_ds().sel(model=["mamba", "lru", "transformer"]))  # quick leaves the GRU out: its row says so
+    assert v["mamba_tool_generalises"].verdict == "holds" and np.isnan(v["gru_with_tools"].measured)
+    assert "model 'gru' was not run" in v["gru_with_tools"].detail
+
+
 # --- bad input ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("overrides, fragment", [
     (dict(tasks=("add", "hanoi")), "tasks=.*allowed: each value one of 'add', 'mul'"),
@@ -152,9 +179,10 @@ def test_a_model_emitting_garbage_gets_error_tokens_not_a_crash():
     (dict(regimes=("oracle",)), "regimes=.*allowed"),
     (dict(test_lengths=(0, 100)), r"test_lengths=\(0, 100\) is not allowed"),
     (dict(train_max=0), "train_max=0 is not allowed"),
+    (dict(models=("mamba", "lru"), no_tool_models=("gru",)), "no_tool_models=.*allowed: a subset of models"),
     (dict(claim_length=60), "claim_length=60 is not allowed; allowed: one of test_lengths"),
-    (dict(test_lengths=(5, 50), claim_length=50), "claim_length=50 is not allowed; allowed: a test length at "
-                                                  "least 10 x train_max = 100"),
+    (dict(test_lengths=(5, 20), claim_length=20), "claim_length=20 is not allowed; allowed: a test length at "
+                                                  "least 10 x train_max = 50"),
 ])
 def test_config_refuses_bad_values(overrides, fragment):
     with pytest.raises(ConfigError, match=fragment):
@@ -183,7 +211,7 @@ def test_ci_run_has_the_documented_dims(ci_result):
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
-def _ds(tool=100.0, cot=0.0, transformer=40.0, seeds=2, cot_in=95.0, tool_in=100.0):
+def _ds(tool=100.0, cot=0.0, transformer=40.0, seeds=2, cot_in=100.0, tool_in=100.0):
     """A synthetic run: ``cot_in`` / ``tool_in`` are the SSMs' exact match at train_max (their competence)."""
     lengths = [5, 10, 20, 100]
     models, regimes = list(KINDS), ["tool", "cot"]
@@ -239,9 +267,11 @@ def test_a_tool_less_model_that_never_learned_addition_proves_nothing():
     for name in ("mamba_tool_generalises", "lru_tool_generalises", "no_tool_collapses"):
         assert v[name].verdict == "control not competent", (name, v[name])
         assert v[name].competence[0].measured == 0.0 and not v[name].competence[0].passed
-    v = _verdicts(_ds(cot_in=90.0))  # a tie with the competence bar never passes
+    v = _verdicts(_ds(cot_in=95.0))  # a tie with the competence bar (at least 95%) never passes
     assert v["mamba_tool_generalises"].verdict == "control not competent"
-    ds = _ds(cot_in=95.0)  # one seed of the LRU control never learned it: the worst seed decides
+    v = _verdicts(_ds(cot_in=93.75))  # 30 of 32 problems: under the issue's bar
+    assert v["mamba_tool_generalises"].verdict == "control not competent"
+    ds = _ds(cot_in=100.0)  # one seed of the LRU control never learned it: the worst seed decides
     ds.exact_train_max.loc[dict(model="lru", regime="cot", seed=1)] = 20.0
     v = _verdicts(ds)
     assert v["mamba_tool_generalises"].verdict == "holds" and v["lru_tool_generalises"].verdict != "holds"

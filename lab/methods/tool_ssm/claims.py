@@ -3,9 +3,10 @@
 The generalisation claims read the worst seed at ``claim_length`` (at least 10 x the longest training problem) and
 have the paper's control: the same model trained and tested without the tool (``cot``: the same trajectory, with
 the model writing the tool's replies itself). That control proves something only if it learned addition where it was
-trained: each claim checks its competence, exact match at ``train_max`` digits (worst seed), in the same run. The
-collapse claim reads the tool-less models beyond the training length (a collapse means something only after they
-learned the task inside it) against the tool models at the same length. The transformer and GRU baselines and
+trained: each claim checks its competence, exact match at ``train_max`` digits (worst seed, at least 95%), in the
+same run. The tool-less SSMs are those the run trained without the tool (``no_tool_models``; quick: Mamba alone). The
+collapse claim reads them beyond the training length (a collapse means something only after they learned the task
+inside it) against the tool models at the same length. The transformer (rotary positions) and GRU baselines and
 multiplication are report rows. The headline is ``mamba_tool_generalises``: the paper's Mamba with tools trained on
 <= 5 digits stays at 100% to 1,000.
 """
@@ -20,9 +21,18 @@ from lab.claims import Claim, Competence, Measurement, Pick, over_seeds, value
 SSMS = ("mamba", "lru")
 
 #: exact match (%) inside the training range that counts as "learned addition there" (chance: 10^-n for n digits)
-COMPETENT = 90.0
-COMPETENT_SOURCE = ("our convention: 90% exact match on problems of the longest training length (chance ~0); "
+COMPETENT = 95.0
+COMPETENT_SOURCE = ("the issue: at least 95% exact match on problems of the longest training length (chance ~0); "
                     "the paper's models fit their training range, generalisation is counted from it (Table 1)")
+
+
+def _no_tool_ssms(ds: xr.Dataset) -> tuple[str, ...]:
+    """The SSMs the run trained without the tool (``cot`` finite): the controls."""
+    sel = ds.exact_train_max.sel(task="add", regime="cot")
+    out = tuple(m for m in SSMS if np.isfinite(sel.sel(model=m).values).all())
+    if not out:
+        raise ValueError("no SSM was trained without the tool (no_tool_models)")
+    return out
 
 
 def _exact(ds: xr.Dataset, model: str, regime: str, length: int, task: str = "add") -> np.ndarray:
@@ -51,10 +61,21 @@ def _task(task: str):
     return select
 
 
+def _model(model: str):
+    """A selector of ``model`` that says so when the model was not run (quick leaves the GRU out)."""
+
+    def select(ds: xr.Dataset) -> str:
+        if model not in ds.model.values:
+            raise ValueError(f"model {model!r} was not run (models: {[str(m) for m in ds.model.values]})")
+        return model
+
+    return select
+
+
 def _at_claim_length(model: str, regime: str, task: str = "add") -> Pick:
     """Exact match (%) per seed at ``claim_length`` digits."""
     return Pick("exact", f"{model} {regime}", unit="%",
-                sel={"task": _task(task), "model": model, "regime": regime,
+                sel={"task": _task(task), "model": _model(model), "regime": regime,
                      "length": lambda ds: int(ds.attrs["claim_length"])})
 
 
@@ -69,36 +90,47 @@ def _generalises(model: str, regime: str):
     return value(_at_claim_length(model, regime), statistic="min", note=training_range)
 
 
+def _best_no_tool(ds: xr.Dataset) -> Measurement:
+    """The better tool-less SSM of the run at the claim length, per seed (the strongest control)."""
+    n = int(ds.attrs["claim_length"])
+    models = _no_tool_ssms(ds)
+    per = np.array([_exact(ds, m, "cot", n) for m in models])  # (model, seed)
+    parts = ", ".join(f"{m} {np.nanmean(p):.0f}%" for m, p in zip(models, per))
+    return over_seeds(per.max(axis=0), "min", f"without the tool at {n} digits: {parts}")
+
+
 def _collapse(regime: str, statistic: str):
     def measure(ds: xr.Dataset) -> Measurement:
         n = _beyond(ds)
-        per = np.array([_exact(ds, m, regime, n) for m in SSMS])  # (model, seed)
+        models = _no_tool_ssms(ds) if regime == "cot" else SSMS
+        per = np.array([_exact(ds, m, regime, n) for m in models])  # (model, seed)
         value = per.max(axis=0) if statistic == "max" else per.min(axis=0)
-        parts = ", ".join(f"{m} {np.nanmean(p):.0f}%" for m, p in zip(SSMS, per))
+        parts = ", ".join(f"{m} {np.nanmean(p):.0f}%" for m, p in zip(models, per))
         return over_seeds(value, "max" if statistic == "max" else "min",
                           f"{regime} at {n} digits (train <= {ds.attrs['train_max']}): {parts}")
 
     return measure
 
 
-def _in_distribution(models: tuple[str, ...], regime: str, task: str = "add"):
-    """A competence measure: exact match at train_max digits, worst over ``models`` and seeds."""
+def _in_distribution(models, regime: str, task: str = "add"):
+    """A competence measure: exact match at train_max digits, worst over ``models`` (or ``models(ds)``) and seeds."""
 
     def measure(ds: xr.Dataset) -> Measurement:
+        models_ = models(ds) if callable(models) else models
         sel = dict(task=task, regime=regime)
-        per = np.array([ds.exact_train_max.sel(model=m, **sel).values for m in models])  # (model, seed)
-        digits = [float(np.nanmean(ds.digits_train_max.sel(model=m, **sel))) for m in models]
-        loss = [float(np.nanmean(ds.final_loss.sel(model=m, **sel))) for m in models]
+        per = np.array([ds.exact_train_max.sel(model=m, **sel).values for m in models_])  # (model, seed)
+        digits = [float(np.nanmean(ds.digits_train_max.sel(model=m, **sel))) for m in models_]
+        loss = [float(np.nanmean(ds.final_loss.sel(model=m, **sel))) for m in models_]
         parts = ", ".join(f"{m} {np.nanmean(p):.0f}% exact, {d:.0f}% digits, loss {lo:.3g}"
-                          for m, p, d, lo in zip(models, per, digits, loss))
+                          for m, p, d, lo in zip(models_, per, digits, loss))
         return over_seeds(per.min(axis=0), "min", f"{regime} at {ds.attrs['train_max']} digits (worst seed): {parts}")
 
     return measure
 
 
-def _competence(models: tuple[str, ...], regime: str, who: str) -> Competence:
+def _competence(models, regime: str, who: str) -> Competence:
     return Competence(label=f"{who}: exact match at the longest training length", measure=_in_distribution(
-        models, regime), op=">", threshold=COMPETENT, threshold_source=COMPETENT_SOURCE, unit="% exact")
+        models, regime), op=">=", threshold=COMPETENT, threshold_source=COMPETENT_SOURCE, unit="% exact")
 
 
 def _vs_ssm(ds: xr.Dataset) -> Measurement:
@@ -139,9 +171,11 @@ CLAIMS = [
         threshold=95.0,
         threshold_source="the lab's plan: tool model exact match >= 95% far beyond the training length",
         unit="% exact",
-        control=_generalises("lru", "cot"),
-        control_label="the same LRU without the tool (chain of thought only): must stay below 95%",
-        competence=_competence(("lru",), "cot", "the tool-less LRU"),
+        control=_best_no_tool,
+        control_label="the better tool-less SSM of the run (chain of thought only; quick trains Mamba alone "
+                      "without the tool: the tool-less LRU did not fit its training range in 1,500 steps): must stay "
+                      "below 95%",
+        competence=_competence(_no_tool_ssms, "cot", "the tool-less SSMs"),
     ),
     Claim(
         name="no_tool_collapses",
@@ -155,13 +189,13 @@ CLAIMS = [
         unit="% exact",
         control=_collapse("tool", "min"),
         control_label="the same SSMs with the tool at the same length: must not collapse",
-        competence=(_competence(SSMS, "cot", "the tool-less SSMs (whose collapse is measured)"),
+        competence=(_competence(_no_tool_ssms, "cot", "the tool-less SSMs (whose collapse is measured)"),
                     _competence(SSMS, "tool", "the SSMs with the tool (the control)")),
     ),
     Claim(
         name="transformer_vs_ssm",
-        statement="The transformer with tools, same width and depth, against the better SSM with tools at the "
-                  "claim length (reported either way)",
+        statement="The transformer with tools (rotary positions), same width and depth, against the better SSM with "
+                  "tools at the claim length (reported either way)",
         source="paper, Table 1: Pythia with tools 10 -> 20 digits (multiplication), Mamba 10 -> 1K",
         measure=_vs_ssm,
         op="<=",
@@ -172,7 +206,7 @@ CLAIMS = [
     ),
     Claim(
         name="gru_with_tools",
-        statement="The GRU with tools at the claim length (reported)",
+        statement="The GRU with tools at the claim length (reported; needs model 'gru', which quick leaves out)",
         source="paper, Table 1: LSTM/GRU with tools generalise 10 -> 500 and 10 -> 100 digits",
         measure=_generalises("gru", "tool"),
         op=">=",

@@ -23,7 +23,7 @@ SCORES = ("exact", "digits", "errors", "finished")
 
 _TEST = ("task", "model", "regime", "seed", "length")
 _TRAIN = _TEST[:4]
-_UNTRAINED = "NaN where a (model, regime) pair was not trained (baselines_tool_only)"
+_UNTRAINED = "NaN where a (model, regime) pair was not trained (a model not in no_tool_models, without the tool)"
 
 SCHEMA = Schema(
     Var("exact", _TEST, "closed-loop exact match (output tape = answer, DONE said)", "%", missing=_UNTRAINED),
@@ -47,9 +47,8 @@ SCHEMA = Schema(
 
 
 def _runs(cfg: Config) -> list[tuple[str, str]]:
-    """(model, regime) pairs trained: the baselines in the tool regime only when ``baselines_tool_only``."""
-    return [(m, r) for m in cfg.models for r in cfg.regimes
-            if r == "tool" or m in ("mamba", "lru") or not cfg.baselines_tool_only]
+    """(model, regime) pairs trained: every model with the tool, those of ``no_tool_models`` in the other regimes."""
+    return [(m, r) for m in cfg.models for r in cfg.regimes if r == "tool" or m in cfg.no_tool_models]
 
 
 def _in_distribution(cfg: Config, model, task: str, regime: str) -> tuple[float, float]:
@@ -101,4 +100,5 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                     bar.update(1)
     bar.close()
     return res.build(attrs={"train_max": cfg.train_max, "claim_length": cfg.claim_length, "n_test": cfg.n_test,
-                            "d_model": cfg.d_model, "n_layers": cfg.n_layers, "steps": cfg.steps})
+                            "d_model": cfg.d_model, "n_layers": cfg.n_layers, "steps": cfg.steps,
+                            "no_tool_steps": cfg.no_tool_steps})

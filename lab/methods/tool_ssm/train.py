@@ -1,6 +1,6 @@
 """Training of the tool-use models: each (task, model kind, regime, seed) on the hard-coded agent's episodes with
-operands of 1..train_max digits, fresh problems at every step, the loss on the agent's tokens only; weights cached
-by :func:`lab.cache.cached_model` under ``<data>/tool_ssm/``."""
+operands of 1..train_max digits, fresh problems at every step (``steps`` with the tool, ``no_tool_steps`` without),
+the loss on the agent's tokens only; weights cached by :func:`lab.cache.cached_model` under ``<data>/tool_ssm/``."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from lab.methods.tool_ssm.model import build_model, masked_loss
 __all__ = ["FORMAT", "trained"]
 
 #: bump when the tokens, the agents or the models change: old cached weights are then not reused
-FORMAT = 1
+FORMAT = 2
 
 
 def _key(cfg: Config, task: str, kind: str, regime: str, seed: int) -> dict:
     return {"format": FORMAT, "task": task, "kind": kind, "regime": regime, "seed": seed,
             "train_max": cfg.train_max, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "d_state": cfg.d_state,
-            "steps": cfg.steps, "batch_size": cfg.batch_size,
+            "steps": cfg.steps if regime == "tool" else cfg.no_tool_steps, "batch_size": cfg.batch_size,
             "lr": cfg.transformer_lr if kind == "transformer" else cfg.lr}
 
 
@@ -42,7 +42,7 @@ def trained(cfg: Config, task: str, kind: str, regime: str, seed: int, *, progre
         return E.batch(task, regime, (1, cfg.train_max), cfg.batch_size, np.random.default_rng([seed, 11, step]))
 
     def train(model):
-        res = fit(model, sample, steps=cfg.steps, loss=masked_loss, lr=key["lr"], weight_decay=0.0, seed=seed,
+        res = fit(model, sample, steps=key["steps"], loss=masked_loss, lr=key["lr"], weight_decay=0.0, seed=seed,
                   progress=progress, desc=f"{kind} {regime} {task} (seed {seed})", callback=callback,
                   device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"train_s": res.wall_time_s, "cpu_s": res.cpu_time_s}}

@@ -28,11 +28,13 @@ computation per token, and an entropy rule decides per token when to stop.
 
 **In this lab** (choices the summaries leave open, made here and documented in the code):
 
-* The state layer runs on :func:`kernels.delta_rule` with ``num_householder = M``. The kernel takes one log-decay
-  gate per head and token, applied once before the substeps, so our transition is
-  ``A(x_t) = α_t Π_j (I - β_tj k_tj k_tjᵀ)`` (state ``S`` right-multiplied): the paper's diagonal becomes a scalar
-  per head and token (Gated DeltaNet's gate) on the first substep and the identity on the others; the ``M``
-  Householder factors are the rank-``M`` part. ``β = 2σ(·)`` in ``(0, 2)`` allows negative eigenvalues
+* The state layer runs on :func:`kernels.delta_rule` with ``num_householder = M`` and a diagonal log-decay gate
+  per substep (one decay per key channel), so our transition is
+  ``A(x_t) = Π_j diag(α_tj) (I - β_tj k_tj k_tjᵀ) = Π_j (diag(α_tj) - β_tj (α_tj ⊙ k_tj) k_tjᵀ)`` (state ``S``
+  right-multiplied): the paper's diagonal per substep, its rank-one part with the key decayed on the left (Kimi
+  Delta Attention's form, which keeps the chunked WY kernel exact); gates, like keys and values, are a shared base
+  plus a low-rank delta per substep, their decay rates starting log-uniform on [1e-3, 1e-1] (Mamba's Δ range).
+  ``β = 2σ(·)`` in ``(0, 2)`` allows negative eigenvalues
   (DeltaProduct, arXiv 2502.10297), which state tracking needs. Keys and values read a token-shifted input
   (RWKV's lerp of ``x_t`` and ``x_{t-1}``). The one-substep control gets a delta of rank ``M x delta_rank``, so
   both have the same low-rank parameters (the counts are recorded; the ``M`` β gates differ by ``d + 1`` per head).

@@ -7,7 +7,7 @@ level claim; the paper's own bar is > 99% on MQAR at length 2048 with 256 pairs,
 Every learned control (the one-substep model, the window-alone model, the transformer and Mamba baselines) is checked
 for competence in the same run: its accuracy at its own training length must reach the same 90%, or its failing at
 the longest length proves nothing. The headline compares ChainGPT with the strongest baseline of the run: per seed,
-the better of the transformer and Mamba.
+the better of the transformer and Mamba, by more than :data:`MARGIN` points on every seed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,18 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.claims import Claim, Competence, Measurement, Pick, difference, over_seeds, value
+from lab.claims import (
+    MIN_SEED_SHARE,
+    SEED_SHARE_UNIT,
+    Claim,
+    Competence,
+    Measurement,
+    Pick,
+    difference,
+    over_seeds,
+    share,
+    value,
+)
 
 SOLVED = 90.0
 SOLVED_SOURCE = ("our convention: a task counts as solved at 90% per-token accuracy (the paper's MQAR bar is > 99% "
@@ -24,12 +35,12 @@ COMPETENT_SOURCE = ("the claims' solved bar (90%), at the model's own training l
                     "solve the task where it was trained could not pass the control at the longest length")
 #: the same-size baselines of the word problem (the headline compares ChainGPT with the better of them per seed)
 BASELINES = ("transformer", "mamba")
+#: the headline's margin over the strongest baseline, in points (per seed)
+MARGIN = 20.0
+MARGIN_SOURCE = ("the paper's smallest gap over its strongest baseline, rounded down [secondary, unverified]: GOAT "
+                 "57.53% vs Qwen3 33.82% (+23.7 pt), MQAR > 99% vs RWKV-7 72.93% (+26 pt)")
 #: a two-sided 5% z-test: a difference counts when it is more than 1.96 of its standard errors from zero
 Z_5PCT = 1.96
-
-
-def _longest(da: xr.DataArray, dim: str) -> xr.DataArray:
-    return da.isel({dim: -1})
 
 
 def _params(ds: xr.Dataset, *runs: str) -> str:
@@ -92,11 +103,6 @@ def _z_gap(hard: str, words: str):
     return measure
 
 
-def _matched_depth(ds: xr.Dataset) -> xr.DataArray:
-    """Per seed and length, the fixed depth nearest the adaptive mean iterations."""
-    return ds.adaptive_iterations.round().clip(1, ds.depth.max()).astype(int)
-
-
 def _adaptive_loss(ds: xr.Dataset) -> Measurement:
     full = ds.depth_accuracy.sel(depth=ds.depth.max())
     gap = (full - ds.adaptive_accuracy).mean("state_length")
@@ -106,23 +112,34 @@ def _adaptive_loss(ds: xr.Dataset) -> Measurement:
                       f"nats, k = {ds.attrs['stop_lag']}; mean over lengths)")
 
 
-def _matched_loss(ds: xr.Dataset) -> Measurement:
+def _random_loss(ds: xr.Dataset) -> Measurement:
     full = ds.depth_accuracy.sel(depth=ds.depth.max())
-    matched = ds.depth_accuracy.sel(depth=_matched_depth(ds))
-    gap = (full - matched).mean("state_length")
-    depths = sorted({int(v) for v in _matched_depth(ds).values.ravel()})
-    return over_seeds(gap.values, "mean", f"fixed depth {depths} (the adaptive mean, rounded) "
-                                          f"{float(matched.mean()):.2f}%")
+    gap = (full - ds.random_accuracy).mean("state_length")
+    return over_seeds(gap.values, "mean",
+                      f"random per-token stopping {float(ds.random_accuracy.mean()):.2f}% at the same "
+                      f"{float(ds.adaptive_iterations.mean()):.2f} mean iterations (the adaptive depths shuffled "
+                      "over the tokens)")
 
 
-def _strongest_baseline(ds: xr.Dataset) -> Measurement:
-    """Per seed: the better of the transformer and Mamba at the longest test length."""
-    acc = _longest(ds.state_accuracy, "state_length").sel(state_run=list(BASELINES)).transpose("seed", "state_run")
-    winners = [BASELINES[int(i)] for i in acc.argmax("state_run").values]
-    means = ", ".join(f"{r} {float(acc.sel(state_run=r).mean()):.2f}%" for r in BASELINES)
-    return over_seeds(acc.max("state_run").values, "mean",
-                      f"strongest baseline per seed at length {int(ds.state_length[-1])}: {', '.join(winners)} "
-                      f"(means over seeds: {means})")
+def _chain_at(index: int) -> Pick:
+    return Pick("state_accuracy", "ChainGPT", sel={"state_run": "chaingpt"}, isel={"state_length": index}, unit="%")
+
+
+def _strongest(index: int) -> Pick:
+    """Per seed, the better of the transformer and Mamba at the ``index``-th word-problem length."""
+    return Pick("state_accuracy", "the strongest baseline", sel={"state_run": list(BASELINES)},
+                isel={"state_length": index}, unit="%", reduce="max")
+
+
+def _winners(index: int):
+    def note(ds: xr.Dataset) -> str:
+        acc = ds.state_accuracy.isel(state_length=index).sel(state_run=list(BASELINES)).transpose("seed", ...)
+        winners = [BASELINES[int(i)] for i in acc.argmax("state_run").values]
+        means = ", ".join(f"{r} {float(acc.sel(state_run=r).mean()):.2f}%" for r in BASELINES)
+        return (f"length {int(ds.state_length[index])} (trained at {int(ds.state_length[0])}); strongest per seed: "
+                f"{', '.join(winners)} (means: {means}); parameters {_params(ds, 'chaingpt', *BASELINES)}")
+
+    return note
 
 
 def _versus(other: str):
@@ -135,19 +152,23 @@ def _versus(other: str):
 CLAIMS = [
     Claim(
         name="beats_strongest_baseline",
-        statement="At the longest test length ChainGPT solves the word problem and the strongest same-size baseline "
-                  "of the run (per seed, the better of a causal transformer and Mamba) does not (mean over seeds)",
+        statement="At 4x the training length ChainGPT beats the strongest same-size baseline of the run (per seed, "
+                  "the better of a causal transformer and Mamba, both fitting the training length) by more than "
+                  "20 points, on more than 3/4 of the seeds",
         source="paper [secondary, unverified]: ChainGPT above its baselines (MQAR > 99% vs RWKV-7 72.93%; GOAT "
-               "57.53% vs RWKV-7 23.69%, Qwen3 33.82%); issue 13: vs same-size transformer and Mamba at longer "
-               "lengths",
-        measure=_state("chaingpt"),
-        op=">=",
-        threshold=SOLVED,
-        threshold_source=SOLVED_SOURCE,
-        unit="%",
-        control=_strongest_baseline,
-        control_label="the strongest same-size baseline per seed at the same length: the better of the causal "
-                      "transformer and Mamba (parameters matched within 10%)",
+               "57.53% vs RWKV-7 23.69%, Qwen3 33.82%); issue 37: vs same-size transformer and Mamba at longer "
+               "lengths, the headline with a margin",
+        measure=share(_chain_at(-1), _strongest(-1), margin=MARGIN, what="at the longest length",
+                      note=_winners(-1)),
+        op=">",
+        threshold=MIN_SEED_SHARE,
+        threshold_source=f"more than 3/4 of the seeds (all of 3), each by more than {MARGIN:g} pt: {MARGIN_SOURCE}",
+        unit=SEED_SHARE_UNIT,
+        control=share(_chain_at(0), _strongest(0), margin=MARGIN, what="at the training length",
+                      note=_winners(0)),
+        control_label="the same comparison at the training length, in distribution: the margin must come from "
+                      "length generalisation, not from baselines that never fit the task (parameters matched "
+                      "within 10%)",
         competence=_competent(BASELINES),
         headline=True,
     ),
@@ -203,8 +224,8 @@ CLAIMS = [
     ),
     Claim(
         name="adaptive_within_a_point",
-        statement="Adaptive stopping stays within a point of the fixed maximum depth, and stopping uniformly at the "
-                  "same mean depth does not (mean over seeds and lengths)",
+        statement="Adaptive stopping stays within a point of the fixed maximum depth, and random per-token stopping "
+                  "at the same mean depth does not (mean over seeds and lengths)",
         source="paper [secondary, unverified]: adaptive stopping; the lab's check: within 1 pt of fixed "
                "r_max",
         measure=_adaptive_loss,
@@ -212,11 +233,11 @@ CLAIMS = [
         threshold=1.0,
         threshold_source="the lab's bar: within 1 pt of fixed r_max",
         unit="pt",
-        control=_matched_loss,
-        control_label="fixed depth equal to the adaptive mean iterations (rounded): the same compute, no per-token "
-                      "choice",
-        control_analytic="the same trained model stopped at a fixed depth: no learned part of its own (the depth "
-                         "profile of the model the claim measures)",
+        control=_random_loss,
+        control_label="random per-token stopping at the same depths: the adaptive rule's iteration counts shuffled "
+                      "over the tokens (the same mean depth and depth histogram, no per-token choice)",
+        control_analytic="the same trained model stopped at random: the depths are drawn independently of the "
+                         "tokens (a generator of its own), nothing of the control is learned",
     ),
     Claim(
         name="beats_transformer",

@@ -21,13 +21,13 @@ class Config(RuntimeConfig, BaseConfig):
     PROFILES: ClassVar = {
         "ci": dict(d_model=16, n_train=128, n_test=32, steps=6, recall_steps=6, batch_size=32, state_train_length=8,
                    state_test_lengths=(16,), recall_train_length=16, recall_test_lengths=(32,), n_pairs=2,
-                   mqar_vocab=16, window=4, anchor_every=4, max_iterations=3, n_seeds=1),
+                   mqar_vocab=16, window=4, anchor_every=4, max_iterations=3, baseline_steps=6, n_seeds=1),
         "quick": {},
         "full": dict(state_task="s3", d_model=64, n_heads=4, n_train=20_000, n_test=1000, steps=4000,
                      recall_steps=4000, batch_size=64, n_bottom=1,
                      state_train_length=32, state_test_lengths=(64, 128), recall_train_length=64,
                      recall_test_lengths=(128, 256), n_pairs=16, mqar_vocab=128, window=16, anchor_every=32,
-                     max_iterations=8, bptt_iterations=3, n_seeds=3),
+                     baseline_steps=8000, max_iterations=12, bptt_iterations=3, n_seeds=3),
     }
 
     state_task: Literal["s3", "a5", "cyclic", "parity"] = "cyclic"
@@ -71,7 +71,8 @@ class Config(RuntimeConfig, BaseConfig):
     n_bottom: Annotated[int, Range(0, 8)] = 0
     """Blocks of the bottom module, run once before the looped core (0: the embedding alone, for time at quick)."""
     max_iterations: Annotated[int, Range(2, 64)] = 3
-    """r_max, the most core iterations (training draws r uniformly in 1..r_max; the paper goes to x16)."""
+    """r_max, the most core iterations (training draws r uniformly in 1..r_max; the paper goes to x16, best at x12:
+    full runs 12; quick keeps 3, each iteration costs a core block's forward pass per step)."""
     bptt_iterations: Annotated[int, Range(1, 64)] = 2
     """Iterations backpropagated through at the end of each drawn depth (the rest: gradient-free warm-up)."""
     stop_tau: Annotated[float, Range(0.0, 10.0)] = 0.01
@@ -81,7 +82,11 @@ class Config(RuntimeConfig, BaseConfig):
     baseline_layers: Annotated[int, Range(1, 16)] = 2
     """Layers of the transformer and Mamba baselines (ChainGPT has n_bottom + 1 distinct blocks)."""
     steps: Annotated[int, Range(1, 1_000_000)] = 600
-    """Optimiser steps of every training run on the word problem."""
+    """Optimiser steps of ChainGPT and its one-substep control on the word problem."""
+    baseline_steps: Annotated[int, Range(1, 1_000_000)] = 1200
+    """Optimiser steps of the transformer and Mamba baselines on the word problem: more than ChainGPT's, until
+    they fit the training length (their competence, checked in the run); one of their steps costs a fraction of a
+    looped ChainGPT step."""
     recall_steps: Annotated[int, Range(1, 1_000_000)] = 300
     """Optimiser steps of every training run on MQAR."""
     batch_size: Annotated[int, Range(1, 100_000)] = 32
@@ -90,7 +95,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Peak learning rate (AdamW, warm-up then cosine decay)."""
     weight_decay: WeightDecay = 0.01
     """AdamW weight decay of the matrices."""
-    n_seeds: Seeds = 2
+    n_seeds: Seeds = 3
     """Seeds (seed, seed+1, ...): every model and data set per seed; claims are means over seeds."""
 
     @property
@@ -117,10 +122,10 @@ class Config(RuntimeConfig, BaseConfig):
 
     def run_budget(self) -> Budget:
         """Work: per seed, four word-problem runs (ChainGPT and its control: the core looped (max_iterations + 1) / 2
-        times on average, bptt_iterations of them backpropagated; the transformer and Mamba baselines of
-        baseline_layers blocks) of steps x batch_size x state_train_length tokens, two MQAR runs of recall_steps x
-        batch_size x recall_train_length, and the depth profiles: every test length at every depth up to
-        max_iterations. A block holds about 12 d_model^2 weights. Memory: a batch's activations over the looped
+        times on average, bptt_iterations of them backpropagated) of steps x batch_size x state_train_length tokens,
+        the transformer and Mamba baselines of baseline_layers blocks for baseline_steps, two MQAR runs of
+        recall_steps x batch_size x recall_train_length, and the depth profiles: every test length at every depth
+        up to max_iterations. A block holds about 12 d_model^2 weights. Memory: a batch's activations over the looped
         core, the transformer's attention scores, the data sets (int64 tokens and labels). Each looped iteration of a
         step costs about two small steps' overhead (measured: quick takes ~750 s on two shared cores)."""
         d, blocks = self.d_model, self.n_bottom + 1
@@ -136,16 +141,18 @@ class Config(RuntimeConfig, BaseConfig):
                              attend=width + train / self.anchor_every, heads=self.n_heads)
             parts.append(chain)
             if width == 1:
-                parts.append(training(2, steps, self.batch_size, train, block * self.baseline_layers + vocab * d, d,
+                parts.append(training(2, self.baseline_steps, self.batch_size, train,
+                                      block * self.baseline_layers + vocab * d, d,
                                       self.baseline_layers, attend=train / 2, heads=self.n_heads))
             profile = self.n_test * (train + sum(tests)) * 2 * block * self.max_iterations ** 2 * 2
             parts.append((256.0 * max(tests) * d * 16 * 4 + 256.0 * self.n_heads * max(tests) ** 2 * 4, profile))
         data = 16.0 * (self.n_train * (self.state_train_length + self.recall_train_length)
                        + self.n_test * (sum(self.state_test_lengths) + sum(self.recall_test_lengths)))
         memory = max(m for m, _ in parts) + data
-        overhead = STEP_OPS * 2 * loops * (2 * self.steps + 2 * self.recall_steps)  # the core's small kernels
+        overhead = STEP_OPS * 2 * (loops * (2 * self.steps + 2 * self.recall_steps)  # the core's small kernels
+                                   + self.baseline_layers * self.baseline_steps)
         work = self.n_seeds * (sum(w for _, w in parts) + overhead)
         return Budget(memory, work, "chaingpt's trainings: n_seeds x 6 runs of steps x batch_size x train length "
                       "tokens through d_model-wide blocks, the core looped up to max_iterations",
-                      ("steps", "recall_steps", "batch_size", "d_model", "max_iterations", "n_seeds", "n_train",
-                       "n_test", "state_test_lengths", "recall_test_lengths"))
+                      ("steps", "recall_steps", "baseline_steps", "batch_size", "d_model", "max_iterations",
+                       "n_seeds", "n_train", "n_test", "state_test_lengths", "recall_test_lengths"))

@@ -33,6 +33,8 @@ SCHEMA = Schema(
     Var("depth_entropy", _DD, "mean entropy of the output distribution after each iteration (fixed depth)", "nats"),
     Var("stop_share", _DD, "share of labelled tokens the entropy-drop rule stops after each number of iterations"),
     Var("adaptive_accuracy", _AD, "ChainGPT's word-problem accuracy with adaptive stopping", "%"),
+    Var("random_accuracy", _AD, "ChainGPT's word-problem accuracy with random per-token stopping at the adaptive "
+        "rule's depths (its iteration counts shuffled over the tokens: the same mean depth)", "%"),
     Var("adaptive_iterations", _AD, "mean core iterations per labelled token with adaptive stopping", "iterations"),
     Var("adaptive_iterations_se", _AD, "standard error of the adaptive mean iterations over the test sequences (the "
         "sequence as the unit)", "iterations"),
@@ -67,8 +69,8 @@ def _depths(res: Results, s: int, k: int, prof: dict) -> None:
     for var in ("depth_accuracy", "depth_entropy"):
         res[var][s, :, k] = prof[var]
     res["stop_share"][s, :, k] = prof["stop_histogram"]
-    for var in ("adaptive_accuracy", "adaptive_iterations", "adaptive_iterations_se", "prefix_iterations",
-                "prefix_iterations_se"):
+    for var in ("adaptive_accuracy", "random_accuracy", "adaptive_iterations", "adaptive_iterations_se",
+                "prefix_iterations", "prefix_iterations_se"):
         res[var][s, k] = prof[var]
 
 
@@ -86,7 +88,7 @@ def _task(cfg: Config, res: Results, s: int, seed: int, which: str, runs: tuple[
         for k, L in enumerate(lengths):
             res[f"{which}_accuracy"][s, j, k] = accuracy(out.model, tests[L])
             if name == "chaingpt":
-                _depths(res, s, k, depth_profile(out.model, tests[L], cfg))
+                _depths(res, s, k, depth_profile(out.model, tests[L], cfg, seed))
         bar.update(1)
 
 

@@ -1,8 +1,8 @@
 """ChainGPT's two token mixers: the multi-substep state layer ("RWKV-Product") and state-guided sparse attention.
 
 Both map ``(batch, length, d_model) -> (batch, length, d_model)`` and are causal. The state layer runs its
-recurrence through :func:`kernels.delta_rule` (``num_householder = M`` substeps per token, one log-decay gate per
-head and token); the attention layer reads a local window of tokens plus global anchors into which the state layer
+recurrence through :func:`kernels.delta_rule` (``num_householder = M`` substeps per token, a diagonal log-decay
+gate per substep); the attention layer reads a local window of tokens plus global anchors into which the state layer
 has written its segment summaries.
 """
 
@@ -34,15 +34,19 @@ class MultiSubstepState(nn.Module):
 
     Per head the state ``S`` is ``(d_head, d_head)``; for every token ``t``::
 
-        S <- α_t S;   for j < M:  S <- S (I - β_tj k_tj k_tjᵀ) + β_tj v_tj k_tjᵀ;   o_t = S q_t
+        for j < M:  S <- S diag(α_tj);  S <- S (I - β_tj k_tj k_tjᵀ) + β_tj v_tj k_tjᵀ;   o_t = S q_t
 
-    so the transition is ``A(x_t) = α_t Π_j (I - β_tj k_tj k_tjᵀ)``: a (scalar-per-head) diagonal plus a rank-``M``
-    part. Keys and values of substep ``j`` are a shared base plus a low-rank delta,
+    so the transition is ``A(x_t) = Π_j diag(α_tj) (I - β_tj k_tj k_tjᵀ) = Π_j (diag(α_tj) - β_tj (α_tj ⊙ k_tj)
+    k_tjᵀ)``: a diagonal per substep plus a rank-one part each, the paper's ``Π_j (diag(a_tj) - β_j k_tj k_tjᵀ)`` up
+    to the decay of the key on the left (Kimi Delta Attention's form, which keeps the chunked WY form of
+    :func:`kernels.delta_rule`). Keys, values and gates of substep ``j`` are a shared base plus a low-rank delta,
     ``k_tj = normalize(W_k x̃_t + U_j V_j x̃_t)`` (``rank(U_j V_j) = delta_rank``), the same for ``v`` without the
     normalisation; ``x̃_t`` mixes ``x_t`` with ``x_{t-1}`` (RWKV's token shift, learned per channel), so a key can
     bind the token before it. ``β_tj = 2 σ(w_βj · x_t)`` in ``(0, 2)``: above 1 the Householder factor has the
     eigenvalue ``1 - β < 0`` (negative eigenvalues, needed for state tracking);
-    ``log α_t = -softplus(w_α · x_t + b)``.
+    ``log α_tj = -softplus(W_α x_t + U^α_j V^α_j x_t + b)`` per channel, ``b`` set so that the decay rates
+    ``softplus(b)`` start log-uniform on [1e-3, 1e-1] across channels (Mamba's Δ initialisation: some channels
+    remember for ~1000 tokens, some for ~10).
 
     Arguments:
         d_model: features (a multiple of ``n_heads``). n_heads: heads.
@@ -63,13 +67,16 @@ class MultiSubstepState(nn.Module):
         self.k_delta = nn.ModuleList(lowrank() for _ in range(substeps))
         self.v_delta = nn.ModuleList(lowrank() for _ in range(substeps))
         self.beta = nn.Linear(d_model, substeps * n_heads)
-        self.decay = nn.Linear(d_model, n_heads)
-        nn.init.constant_(self.decay.bias, math.log(math.expm1(0.02)))  # α ≈ 0.98 at the start
+        self.decay = nn.Linear(d_model, d_model)  # the shared base of the diagonal gates
+        self.decay_delta = nn.ModuleList(lowrank() for _ in range(substeps))
+        with torch.no_grad():  # decay rates log-uniform on [1e-3, 1e-1] (Mamba's Δ range)
+            rates = torch.exp(torch.linspace(math.log(1e-3), math.log(1e-1), d_model))
+            self.decay.bias.copy_(torch.log(torch.expm1(rates)))
         self.out = nn.Linear(d_model, d_model, bias=False)
 
     def _inputs(self, x: torch.Tensor, prev: torch.Tensor | None = None):
         """Kernel inputs for ``x`` ``(b, L, d)``: q ``(b, h, L, e)``, k, v ``(b, h, L, M, e)``, β ``(b, h, L, M)``,
-        gate ``(b, h, L)``."""
+        gate ``(b, h, L, M, e)`` (log α, a diagonal per substep)."""
         xs = _shift(x, prev)
         xk = x + self.mix[0] * (xs - x)
         xv = x + self.mix[1] * (xs - x)
@@ -80,7 +87,9 @@ class MultiSubstepState(nn.Module):
         k = F.normalize(rearrange(k, "b l m (h e) -> b h l m e", h=self.h), dim=-1)
         v = rearrange(v, "b l m (h e) -> b h l m e", h=self.h)
         beta = 2 * torch.sigmoid(rearrange(self.beta(x), "b l (m h) -> b h l m", h=self.h))
-        gate = -F.softplus(rearrange(self.decay(x), "b l h -> b h l"))
+        gb = self.decay(x)
+        gate = -F.softplus(torch.stack([gb + dg(x) for dg in self.decay_delta], dim=2))  # (b, L, M, d)
+        gate = rearrange(gate, "b l m (h e) -> b h l m e", h=self.h)
         return q, k, v, beta, gate
 
     def _read(self, o: torch.Tensor) -> torch.Tensor:

@@ -148,6 +148,17 @@ class ChainGPT(nn.Module):
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
     @torch.no_grad()
+    def per_token(self, tokens: torch.Tensor, depths: torch.Tensor) -> torch.Tensor:
+        """Logits ``(batch, length, C)`` when token ``t`` runs ``depths[b, t]`` core iterations (``(batch, length)``
+        int64, at least 1): a stopped token keeps its ``h`` and still serves as context, as in :meth:`adaptive`
+        (the random-stopping control draws ``depths``)."""
+        e = self.encode(tokens)
+        h = torch.zeros_like(e)
+        for i in range(int(depths.max())):
+            h = torch.where((depths > i)[..., None], self.core_step(h, e), h)
+        return self.readout(h)
+
+    @torch.no_grad()
     def adaptive(self, tokens: torch.Tensor, max_iterations: int, tau: float, lag: int = 1) -> Adaptive:
         """Per-token adaptive depth by the entropy-drop rule (module docstring).
 

@@ -141,6 +141,10 @@ def discussion(ds: xr.Dataset) -> str:
         prefix = (f" On the first {int(s_len[0])} positions of the longest sequences, as easy as the training length,"
                   f" it spends {float(ds.prefix_iterations.isel(state_length=-1).mean()):.2f} (standard errors over "
                   f"the test sequences up to {float(ds.adaptive_iterations_se.max()):.3f}).")
+    if "random_accuracy" in ds:  # the control of adaptive_within_a_point (runs saved before it lack it)
+        prefix += (f" Adaptive stopping reaches {float(ds.adaptive_accuracy.mean()):.2f}% (mean over lengths), "
+                   f"random per-token stopping at the same depths {float(ds.random_accuracy.mean()):.2f}%, fixed "
+                   f"depth {R} {float(ds.depth_accuracy.sel(depth=R).mean()):.2f}%.")
     trained = (~ds.from_cache.values).sum()
     return "\n".join([
         f"- **Accuracy against length** (%, mean over {ds.sizes['seed']} seed(s), range in brackets; first length "

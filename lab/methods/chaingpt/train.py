@@ -26,10 +26,12 @@ __all__ = ["FORMAT", "RUNS", "STATE_RUNS", "RECALL_RUNS", "build", "load_tasks",
            "depth_profile", "n_params"]
 
 #: cache format of the trained weights (bump when a model or its training changes)
-FORMAT = 1
+FORMAT = 2  # 2: a diagonal gate per substep
 #: the runs on the word problem and on MQAR
 STATE_RUNS = ("chaingpt", "one_substep", "transformer", "mamba")
 RECALL_RUNS = ("anchors", "window_only")
+#: the same-size baselines (trained for ``baseline_steps``)
+BASELINE_RUNS = ("transformer", "mamba")
 RUNS = STATE_RUNS + RECALL_RUNS
 #: Mamba's state size per channel in the baseline (the Mamba paper's default)
 MAMBA_STATE = 16
@@ -112,7 +114,7 @@ def trained(cfg: Config, run: str, task: TokenTask, seed: int, progress: bool = 
     data = ({"task": cfg.state_task, "length": cfg.state_train_length, "modulus": cfg.modulus}
             if run in STATE_RUNS else
             {"task": "mqar", "length": cfg.recall_train_length, "vocab": cfg.mqar_vocab, "pairs": cfg.n_pairs})
-    steps = cfg.steps if run in STATE_RUNS else cfg.recall_steps
+    steps = cfg.baseline_steps if run in BASELINE_RUNS else cfg.steps if run in STATE_RUNS else cfg.recall_steps
     key = {"format": FORMAT, "run": run, "seed": seed, "steps": steps, **data, **{f: getattr(cfg, f) for f in fields}}
 
     def make() -> nn.Module:
@@ -120,7 +122,7 @@ def trained(cfg: Config, run: str, task: TokenTask, seed: int, progress: bool = 
         return build(cfg, run, task)
 
     def train(model: nn.Module) -> dict:
-        loss = _tagger_loss if run in ("transformer", "mamba") else _chain_loss(cfg, seed)
+        loss = _tagger_loss if run in BASELINE_RUNS else _chain_loss(cfg, seed)
         res = fit(model, *task.tensors(), loss=loss, steps=steps, epochs=10**6, batch_size=cfg.batch_size,
                   lr=cfg.lr, weight_decay=cfg.weight_decay, seed=seed, progress=progress,
                   desc=f"{run} (seed {seed})", device=cfg.device)
@@ -152,8 +154,13 @@ def accuracy(model: nn.Module, task: TokenTask) -> float:
 
 
 @torch.no_grad()
-def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np.ndarray | float]:
-    """ChainGPT at every fixed depth and with adaptive stopping, over the labelled positions of ``task``.
+def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config, seed: int = 0) -> dict[str, np.ndarray | float]:
+    """ChainGPT at every fixed depth, with adaptive stopping and with random stopping at the same depths, over the
+    labelled positions of ``task``.
+
+    Random stopping (the adaptive claim's control): each batch's adaptive iteration counts, shuffled over its
+    labelled positions (a generator of its own, seeded by ``seed``), so every token stops at a random depth drawn
+    from the adaptive rule's own depth histogram: the same mean depth, no per-token choice.
 
     Returns:
         ``depth_accuracy`` ``(r_max,)`` % at depth 1..r_max; ``depth_entropy`` ``(r_max,)`` mean entropy (nats)
@@ -161,12 +168,14 @@ def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np
         labelled token; ``stop_histogram`` ``(r_max,)`` share of labelled tokens stopping after 1..r_max;
         ``adaptive_iterations_se`` the standard error of ``adaptive_iterations`` over the test sequences (the
         sequence as the unit); ``prefix_iterations`` and ``prefix_iterations_se`` the same over the labelled
-        positions before ``cfg.state_train_length`` only (the whole sequence at the training length).
+        positions before ``cfg.state_train_length`` only (the whole sequence at the training length);
+        ``random_accuracy`` % with random stopping at the adaptive depths.
     """
     model.eval()
     R = cfg.max_iterations
+    gen = torch.Generator().manual_seed(seed + 104729)
     hits, ent, total = np.zeros(R), np.zeros(R), 0
-    a_hit, a_iter, hist = 0, 0.0, np.zeros(R)
+    a_hit, r_hit, a_iter, hist = 0, 0, 0.0, np.zeros(R)
     per_seq, per_prefix = [], []  # mean iterations of each test sequence: all labelled positions, the prefix's
     for x, y in _batches(task):
         mask = y != IGNORE
@@ -176,6 +185,9 @@ def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np
         out = model.adaptive(x, R, cfg.stop_tau, cfg.stop_lag)
         a_hit += _correct(out.logits, y)[0]
         its = out.iterations[mask]
+        depths = torch.full_like(out.iterations, R)
+        depths[mask] = its[torch.randperm(its.numel(), generator=gen)]
+        r_hit += _correct(model.per_token(x, depths), y)[0]
         a_iter += float(its.sum())
         prefix = mask & (torch.arange(x.shape[1]) < cfg.state_train_length)
         for m, into in ((mask, per_seq), (prefix, per_prefix)):
@@ -184,7 +196,8 @@ def depth_profile(model: ChainGPT, task: TokenTask, cfg: Config) -> dict[str, np
         total += int(mask.sum())
     total = max(total, 1)
     return {"depth_accuracy": 100.0 * hits / total, "depth_entropy": ent / total,
-            "adaptive_accuracy": 100.0 * a_hit / total, "adaptive_iterations": a_iter / total,
+            "adaptive_accuracy": 100.0 * a_hit / total, "random_accuracy": 100.0 * r_hit / total,
+            "adaptive_iterations": a_iter / total,
             "stop_histogram": hist / total, "adaptive_iterations_se": _standard_error(per_seq),
             "prefix_iterations": float(np.mean(per_prefix)), "prefix_iterations_se": _standard_error(per_prefix)}
 

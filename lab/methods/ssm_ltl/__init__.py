@@ -28,9 +28,17 @@ short words is *not* fixed width: a decaying memory keeps every position apart u
   position 21). The claims read these controls at 8 bits, the same width as the int8 check, so that their failing
   does not hinge on the longest word checked.
 
+**Float32 horizons.** A memory that decays (every time-invariant layer; a trained gate below 1) has a float32
+horizon on ``b S a``: the run of b's after which float32 holds the same state after an a as after a c
+(:func:`.model.since_horizon`, from the layer's gates and increments). The long-run test puts a run of 1 to 4096
+b's after an a or a c and reads the decision at its end: the hand-built since (gate exactly 1 on b) is right past
+every horizon, in float32 and int8; its time-invariant control is blind past its 113 b's.
+
 **Trained** (:mod:`.train`): one layer of each class (``lti``: real eigenvalues tanh(ρ) and complex
 exp(-exp(ν) + iθ), ``gate01``: sigmoid gates, ``gate11``: tanh gates) with a ReLU readout, on (aa)*, parity and
-``b S a`` at one length, tested at several multiples of it. *Expressible* (a construction exists) and *learnable*
+``b S a`` at one length (b S a on runs of b's up to that length), tested at several multiples of it and, for
+b S a, at the end of runs past the float32 horizon of the trained time-invariant control.
+*Expressible* (a construction exists) and *learnable*
 (some training run finds a rule that generalises) are reported separately; the claims compare each with the class
 the paper says cannot. The languages live in :mod:`lab.datasets.languages`.
 

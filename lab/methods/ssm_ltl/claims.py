@@ -12,7 +12,11 @@ that length; "learnable" means some training run finds a rule that generalises, 
 (the spread is shown), and the control, the class the paper says cannot, must fail on every seed; that control is a
 trained model too, so it must first have learned the language at the training length, where its class can express
 it (every seed; competence). Which (class, language) pairs the paper says are expressible, against which were
-learned, is a report row. The headline is ``since_every_length``: the paper's characterisation of input-gated
+learned, is a report row. Since is also read over runs of b's (an a or a c, then the run): the hand-built since in
+float32 against its time-invariant control past the control's float32 horizon (``since_past_float32_horizon``), and
+the trained (0, 1) gates against the trained time-invariant control at the shortest run past every seed's horizon
+(``gates_learn_since``); the horizons are a report row.
+The headline is ``since_every_length``: the paper's characterisation of input-gated
 diagonal SSMs by pure-past temporal logic rests on Since, which time-invariant SSMs of fixed width cannot express.
 """
 

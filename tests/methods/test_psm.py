@@ -215,7 +215,7 @@ def _verdicts(ds):
 def test_claims_hold_with_the_papers_effect_and_their_controls_fail():
     v = _verdicts(_ds())
     for name in ("parallel_streaming_agree", "live_states_bound", "aggregator_calls_bounded",
-                 "matches_transformer_state", "matches_transformer_recall", "generalises_state"):
+                 "matches_transformer_state", "generalises_state"):
         assert v[name].verdict == "holds", (name, v[name])
         assert v[name].control_passed is False, name
     assert v["matches_transformer_state"].measured == pytest.approx(0.75)
@@ -223,7 +223,7 @@ def test_claims_hold_with_the_papers_effect_and_their_controls_fail():
     assert v["aggregator_calls_bounded"].measured == pytest.approx(120 / 64)
     assert v["generalises_state"].measured == pytest.approx(40.0)  # PSM 90 minus LRU 50, the strongest baseline
     assert v["generalises_state"].headline and v["generalises_state"].competent
-    assert v["generalises_recall"].verdict == "reported"
+    assert v["generalises_recall"].verdict == v["matches_transformer_recall"].verdict == "reported"  # MQAR at c = 1
 
 
 def test_length_generalisation_against_the_strongest_baseline_of_each_seed():
@@ -278,6 +278,20 @@ def test_blind_forward_reads_only_the_identity():
     x2[:, :8] = torch.randint(0, 7, (2, 8))
     torch.testing.assert_close(model(x2, blind=True)[:, 8:], model(x, blind=True)[:, 8:])
     torch.testing.assert_close(model(x, blind=True)[:, :2], model(x)[:, :2])  # the first chunk reads e anyway
+
+
+def test_start_token_prepends_an_unlabelled_token_to_the_state_task_only():
+    from lab.methods.psm.experiment import _splits
+
+    cfg = Config.from_profile("ci")
+    state, plain = _splits(cfg, "state"), _splits(dataclasses.replace(cfg, start_token=False), "state")
+    recall = _splits(cfg, "recall")
+    for length in cfg.test_lengths:
+        assert state[length].length == length + 1 and recall[length].length == length
+        np.testing.assert_array_equal(state[length].inputs[:, 1:], plain[length].inputs)
+        assert (state[length].inputs[:, 0] == plain[length].vocab_size).all()
+        assert (state[length].targets[:, 0] == -100).all()
+    assert state["train"].vocab_size == plain["train"].vocab_size + 1
 
 
 def test_width_search_leaves_the_generator_alone():

@@ -117,8 +117,14 @@ def _competent(task: str, models) -> tuple[Competence, ...]:
                             threshold_source=COMPETENT_SOURCE, unit="%") for m in models)
 
 
+#: why the MQAR rows are report rows at chunk 1
+MQAR_REGIME = ("reported either way: the paper's near-perfect MQAR is at c = 64, where a chunk state holds 64 rows "
+               "and the pairs of a sequence fit in a few chunks; at c = 1 (the state-tracking regime, trained"
+               " here) every key-value pair must pass through one-row states and the non-associative tree")
+
+
 def _matches(task: str, what: str) -> Claim:
-    return Claim(
+    common = dict(
         name=f"matches_transformer_{task}",
         statement=f"On {what} the Transformer-PSM matches the causal transformer at the training length (transformer "
                   "minus PSM accuracy, mean over seeds)",
@@ -127,8 +133,13 @@ def _matches(task: str, what: str) -> Claim:
         measure=_gap_to_transformer(task),
         op="<=",
         threshold=3.0,
-        threshold_source="within 3 pt (our convention for 'matches' at this scale)",
         unit="pt",
+    )
+    if task == "recall":
+        return Claim(**common, threshold_source=MQAR_REGIME, report=True)
+    return Claim(
+        **common,
+        threshold_source="within 3 pt (our convention for 'matches' at this scale)",
         control=_gap_to_transformer(task, blind=True),
         control_label="the same trained PSM with every prefix state replaced by the identity: must fall more than "
                       "3 pt behind",
@@ -150,8 +161,9 @@ def _generalises(task: str, what: str, headline: bool) -> Claim:
         unit="pt",
     )
     if not headline:
-        return Claim(**common, threshold_source="reported either way (the paper shows length generalisation on S5, "
-                                                "not on MQAR)", report=True)
+        return Claim(**common, threshold_source="reported either way: the paper shows length generalisation on S5, "
+                                                "not on MQAR; " + MQAR_REGIME.removeprefix("reported either way: "),
+                     report=True)
     return Claim(
         **common,
         threshold_source="more than the 3 pt within which two models count as matching (our convention, as in "

@@ -59,8 +59,19 @@ SCHEMA = Schema(
 )
 
 
+def _with_start(task):
+    """``task`` with a start token (id ``vocab_size``, no label) before every sequence (``Config.start_token``)."""
+    from lab.datasets.tokens import IGNORE, TokenTask
+
+    n = task.n
+    return TokenTask(task.name, np.concatenate([np.full((n, 1), task.vocab_size), task.inputs], 1),
+                     np.concatenate([np.full((n, 1), IGNORE), task.targets], 1), task.vocab_size + 1,
+                     task.n_classes, {**task.options, "start_token": True})
+
+
 def _splits(cfg: Config, kind: str) -> dict:
-    """``{"train": TokenTask, length: TokenTask, ...}`` for one task kind."""
+    """``{"train": TokenTask, length: TokenTask, ...}`` for one task kind (keyed by the length without a start
+    token)."""
     from lab.datasets.synthetic import make_splits
 
     if kind == "state":
@@ -70,8 +81,11 @@ def _splits(cfg: Config, kind: str) -> dict:
                                  "n_queries": cfg.mqar_queries}
     splits = make_splits(name, n_train=cfg.n_train, n_test=cfg.n_test, train_length=cfg.train_length,
                          test_lengths=cfg.test_lengths, seed=cfg.seed, **options)
+    start = int(kind == "state" and cfg.start_token)
+    if start:
+        splits = {k: _with_start(t) for k, t in splits.items()}
     train = splits["train"]
-    tests = {t.length: t for k, t in splits.items() if k != "train"}
+    tests = {t.length - start: t for k, t in splits.items() if k != "train"}
     return {"train": train, **{length: tests[length] for length in cfg.test_lengths}}
 
 
@@ -111,9 +125,9 @@ def _positions(cfg: Config, model, splits: dict, blind: bool) -> tuple[np.ndarra
     shape = (len(cfg.test_lengths), max(cfg.test_lengths))
     pos, blind_pos = np.full(shape, np.nan), (np.full(shape, np.nan) if blind else None)
     for f, length in enumerate(cfg.test_lengths):
-        pos[f, :length] = accuracy_by_position(model, splits[length])
+        pos[f, :length] = accuracy_by_position(model, splits[length])[-length:]  # without a start token's column
         if blind:
-            blind_pos[f, :length] = accuracy_by_position(_Blind(model), splits[length])
+            blind_pos[f, :length] = accuracy_by_position(_Blind(model), splits[length])[-length:]
     return pos, blind_pos
 
 

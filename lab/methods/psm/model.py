@@ -36,6 +36,7 @@ from einops import rearrange
 from torch import nn
 
 import kernels
+from kernels.prefix_scan import prefix_scan_stacked
 from lab.checks import bad_value
 from lab.core.transformer import Transformer
 
@@ -173,8 +174,8 @@ class PSM(nn.Module):
         return rearrange(self.embedding(tokens), "b (n c) d -> n b c d", c=self.chunk)
 
     def forward(self, tokens: torch.Tensor, blind: bool = False) -> torch.Tensor:
-        """Parallel form: every chunk's prefix by :func:`kernels.prefix_scan` (one batched ``Agg`` call per tree
-        level).
+        """Parallel form: every chunk's prefix by :func:`kernels.prefix_scan_stacked` (one batched ``Agg`` call per
+        tree level; the static tree's prefix of ``m`` chunks does not depend on the chunks after them).
 
         Arguments:
             tokens: ``(batch, L)`` int64, ``L`` a multiple of ``chunk``.
@@ -185,11 +186,10 @@ class PSM(nn.Module):
         emb = self._chunks(tokens)  # (n, b, c, d)
         if blind:
             return rearrange(self.infer(None, emb), "n b c k -> b (n c) k")
-        states = self.encode(emb)  # (n, b, m, d)
-        prefixes = kernels.prefix_scan(self.combine, states, batched=True)  # n states, the first None
         logits = [self.infer(None, emb[:1])]
-        if len(prefixes) > 1:
-            logits.append(self.infer(torch.stack(prefixes[1:]), emb[1:]))
+        if len(emb) > 1:  # chunk i reads the prefix through chunk i - 1: the tree over the first n - 1 chunks
+            prefixes = prefix_scan_stacked(self.combine, self.encode(emb[:-1]))  # (n - 1, b, m, d)
+            logits.append(self.infer(prefixes, emb[1:]))
         return rearrange(torch.cat(logits), "n b c k -> b (n c) k")
 
     def stream(self, tokens: torch.Tensor, bracketing: str = "counter") -> tuple[torch.Tensor, StreamStats]:

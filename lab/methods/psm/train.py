@@ -99,6 +99,7 @@ def training_key(cfg: Config, task: TokenTask, name: str, seed: int) -> dict:
     fields = ("train_length", "n_train", "chunk", "d_model", "n_heads", "psm_layers", "baseline_layers", "steps",
               "batch_size", "lr")
     return {**{f: getattr(cfg, f) for f in fields}, "task": task.name, "options": task.options, "model": name,
+            "vocab": task.vocab_size, "length": task.length,
             "seed": seed, "models": sorted(cfg.models), "version": WEIGHTS_VERSION}
 
 

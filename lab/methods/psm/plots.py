@@ -33,7 +33,7 @@ def accuracy_by_position(ds: xr.Dataset, task: str = "state") -> hv.Overlay:
                               label=st["label"]).opts(color=st["color"], line_width=2))
     items.append(hv.VLine(int(ds.attrs["train_length"])).opts(color="black", line_dash="dashed"))
     return hv.Overlay(items).opts(title=f"{ds.attrs[f'{task}_task']}: accuracy by position at {f}x the training "
-                                        "length", legend_position="bottom_left", **curve_opts())
+                                        "length", legend_position="top_right", **curve_opts())
 
 
 def accuracy_vs_factor(ds: xr.Dataset, task: str = "state") -> hv.Overlay:
@@ -49,9 +49,8 @@ def accuracy_vs_factor(ds: xr.Dataset, task: str = "state") -> hv.Overlay:
         for s in ds.seed.values:
             items.append(hv.Scatter((ds.factor.values, acc.sel(seed=s).values), "length factor",
                                     "accuracy (%)").opts(color=st["color"], size=5, alpha=0.6))
-    return hv.Overlay(items).opts(title=f"{ds.attrs[f'{task}_task']}: accuracy (1x: all positions; beyond: past the "
-                                        "training length)", legend_position="bottom_left", logx=True,
-                                  **curve_opts())
+    return hv.Overlay(items).opts(title=f"{ds.attrs[f'{task}_task']}: accuracy past the training length (1x: all)",
+                                  legend_position="top_right", logx=True, **curve_opts())
 
 
 def streaming_agreement(ds: xr.Dataset) -> hv.Overlay:

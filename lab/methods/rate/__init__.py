@@ -18,13 +18,14 @@ is not bounded by the context.
 
 ``M_0`` is learned. Training: cross-entropy of the oracle's actions over whole trajectories. The official trainer
 detaches the memory between segments (so the write path and the valve get no gradient; only reading the memory is
-learned); the lab's first form (``rate_lab``: ``FFN(MultiHead(...))`` with three LayerNorms, the memory
-back-propagated through the segments) is run beside it. The ablation passes ``M~_{n+1}`` straight on as ``M_{n+1}``.
+learned); ``rate_bptt``, the same model with the memory back-propagated through the segments, is run beside it.
+``valve_form='lab'`` gives the valve this lab built first, ``FFN(MultiHead(...))`` with three LayerNorms. The
+ablation passes ``M~_{n+1}`` straight on as ``M_{n+1}``.
 
 **In this lab.** :mod:`.env` (the T-Maze of RATE's repository with numpy: observation [y, clue, flag, noise], the
 clue only at t = 0, a flag at the junction, reward only for the clue's arm; oracle trajectories; closed-loop
 rollouts), :mod:`.minigrid` (MiniGrid-Memory from the ``minigrid`` package with a scripted oracle), :mod:`.model`
-(RATE with and without the valve, in the official and the lab's first form, Decision Transformers with a short and a
+(RATE with and without the valve, with and without the detach, Decision Transformers with a short and a
 long context, a GRU), :mod:`.train` (equal budgets, cached weights), :mod:`.experiment` (``run``), :mod:`.claims`,
 :mod:`.plots`, :mod:`.live` (the ``agents`` dashboard); notebook ``19_rate.ipynb``. Scale: K = 10, N = 3
 (T_train = 30), a 2-layer d = 64 transformer, tests up to 300 steps at ``quick`` (the brief's CPU plan), not the

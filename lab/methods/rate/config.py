@@ -11,10 +11,11 @@ from lab.core.fields import Rate, Seeds, WeightDecay
 from lab.core.runtime import RuntimeConfig
 
 #: the agents: RATE (its valve and gradient as ``valve_form`` and ``detach_memory`` say: the official code's by
-#: default), RATE without the Memory Retention Valve (write-memory passed straight), RATE as this lab first built it
-#: (the LayerNorm + FFN valve, the memory back-propagated through every segment), Decision Transformers with a short
-#: context (one segment, K steps) and a long one (the whole training episode), GRU behaviour cloning
-VARIANTS = ("rate", "rate_no_valve", "rate_lab", "dt_short", "dt_long", "gru")
+#: default), RATE without the Memory Retention Valve (write-memory passed straight), RATE with the same valve and its
+#: memory back-propagated through every segment (``rate_bptt``: what the official trainer's detach changes),
+#: Decision Transformers with a short context (one segment, K steps) and a long one (the whole training episode), GRU
+#: behaviour cloning
+VARIANTS = ("rate", "rate_no_valve", "rate_bptt", "dt_short", "dt_long", "gru")
 #: environments: the T-Maze written here (numpy) and minigrid's Memory task
 ENVS = ("tmaze", "minigrid")
 #: the paper's "far longer than seen in training" (the lab's plan: RATE >= 80% at 10x the training length)
@@ -49,11 +50,11 @@ class Config(RuntimeConfig, BaseConfig):
     context), T_train and the longest (at least 10 x T_train)."""
     valve_form: Annotated[str, Choices("official", "lab")] = "official"
     """RATE's Memory Retention Valve: 'official', the official code's MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))
-    (projections only), or 'lab', FFN(MultiHead(...)) with three LayerNorms (the form of the variant rate_lab)."""
+    (projections only), or 'lab', FFN(MultiHead(...)) with three LayerNorms (the form this lab built first)."""
     detach_memory: bool = True
     """Detach the memory between segments in training, as the official trainer does (each segment learns from its
     own actions only; the write path and the valve get no gradient); False back-propagates through every segment
-    (as rate_lab always does)."""
+    (as rate_bptt always does)."""
     n_memory: Annotated[int, Range(1, 64)] = 4
     """Memory tokens M_n (read prefix and write suffix of every segment)."""
     d_model: Annotated[int, Range(8, 1024)] = 64

@@ -10,9 +10,9 @@ from lab.viz.style import PALETTE, log_ticks
 
 __all__ = ["LABELS", "discussion", "memory_attention_plot", "rollout_plot", "success_plot", "success_table"]
 
-LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_lab": "RATE (lab's first form)",
+LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_bptt": "RATE, memory backprop",
           "dt_short": "DT, context K", "dt_long": "DT, context K x N", "gru": "GRU (BC)"}
-COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_lab": PALETTE[6], "dt_short": PALETTE[3],
+COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_bptt": PALETTE[6], "dt_short": PALETTE[3],
            "dt_long": PALETTE[5], "gru": PALETTE[4]}
 _GREEN, _RED = PALETTE[2], PALETTE[1]
 
@@ -154,9 +154,9 @@ def discussion(ds: xr.Dataset) -> str:
             "gradient: what the memory carries is whatever the transformer's write tokens happen to hold, and "
             "only reading it is learned" if detached else "back-propagated through every segment")
     lines.append(f"- RATE's valve here is {valve}; its memory is {grad}. "
-                 + (f"RATE as the lab first built it (LayerNorm + FFN valve, memory back-propagated): "
-                    f"{_pct(at['rate_lab'])} at {longest} steps against {_pct(at['rate'])} for this form."
-                    if "rate_lab" in at else ""))
+                 + (f"The same valve with the memory back-propagated through every segment (RATE, memory "
+                    f"backprop): {_pct(at['rate_bptt'])} at {longest} steps against {_pct(at['rate'])} for RATE."
+                    if "rate_bptt" in at and detached else ""))
     if {"rate", "gru"} <= set(at):
         gap = (ds.success.sel(variant="gru") - ds.success.sel(variant="rate")).mean("seed")
         ahead = [int(L) for L in ds.length.values if float(gap.sel(length=L)) > 0]

@@ -10,6 +10,8 @@ weighted by ``turn_weight``. Training is :func:`lab.core.train.fit` on ``cfg.dev
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -32,11 +34,9 @@ def build(cfg: Config, variant: str, obs_dim: int = E.OBS_DIM, n_actions: int = 
     (default T_train); ``segment``: K (default ``cfg.segment_length``)."""
     check_choice("variant", variant, VARIANTS)
     d, L, H, K = cfg.d_model, cfg.n_layers, cfg.n_heads, segment or cfg.segment_length
-    if variant == "rate_lab":  # the lab's first RATE: LayerNorm + FFN valve, memory back-propagated
-        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=True, valve_form="lab", detach=False)
-    if variant in ("rate", "rate_no_valve"):
-        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=variant == "rate",
-                      valve_form=cfg.valve_form, detach=cfg.detach_memory)
+    if variant in ("rate", "rate_no_valve", "rate_bptt"):
+        return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=variant != "rate_no_valve",
+                      valve_form=cfg.valve_form, detach=cfg.detach_memory and variant != "rate_bptt")
     if variant == "dt_short":
         return M.DecisionTransformer(obs_dim, n_actions, d, L, H, K)
     if variant == "dt_long":
@@ -82,7 +82,15 @@ def fit_agent(cfg: Config, model: torch.nn.Module, sample, steps: int, seed: int
             "meta": {"seconds": res.wall_time_s, "cpu_seconds": res.cpu_time_s, "steps": res.steps}}
 
 
+def _same(cfg: Config, variant: str) -> tuple[Config, str]:
+    """``rate_bptt`` is ``rate`` with ``detach_memory=False``: the same weights, cached once."""
+    if variant == "rate_bptt":
+        return dataclasses.replace(cfg, detach_memory=False), "rate"
+    return cfg, variant
+
+
 def _key(cfg: Config, variant: str, seed: int) -> dict:
+    cfg, variant = _same(cfg, variant)
     form = {"valve_form": cfg.valve_form, "detach": cfg.detach_memory} if variant in ("rate", "rate_no_valve") else {}
     return {"format": FORMAT, **form, "variant": variant, "seed": seed, "K": cfg.segment_length, "N": cfg.n_segments,
             "n_memory": cfg.n_memory, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
@@ -103,7 +111,7 @@ def trained(cfg: Config, variant: str, seed: int, *, root: str | None = None) ->
         sample = train_sampler(oracle_data(cfg, seed), cfg.batch_size, seed, window)
         return fit_agent(cfg, model, sample, cfg.steps, seed, variant)
 
-    return cached_model("rate", f"tmaze-{variant}", _key(cfg, variant, seed), make, train, root=root)
+    return cached_model("rate", f"tmaze-{_same(cfg, variant)[1]}", _key(cfg, variant, seed), make, train, root=root)
 
 
 def test_episodes(cfg: Config, seed: int, length: int) -> tuple[np.ndarray, np.random.Generator]:
@@ -129,5 +137,5 @@ def scores(cfg: Config, variant: str, seed: int, agent: Trained | None = None) -
             turned.append(100.0 * (out["positions"][:, -1, 1] != 0).mean())
         return {"success": np.array(success), "turned": np.array(turned)}
 
-    state, _ = cached_state("rate", f"tmaze-eval-{variant}", key, make)
+    state, _ = cached_state("rate", f"tmaze-eval-{_same(cfg, variant)[1]}", key, make)
     return {k: np.asarray(v) for k, v in state.items()}

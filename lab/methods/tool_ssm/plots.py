@@ -32,7 +32,9 @@ def accuracy_vs_length(ds: xr.Dataset, task: str = "add", var: str = "exact") ->
                 color=MODEL_COLOUR.get(str(model), "black"), size=6))
     items.append(hv.VLine(float(ds.attrs["train_max"])).opts(color="grey", line_dash="dotted"))
     return hv.Overlay(items).opts(title=f"{task}: {var} accuracy against length (train <= {ds.attrs['train_max']})",
-                                  logx=True, legend_position="right", **curve_opts(width=700))
+                                  logx=True, legend_position="right", **curve_opts(width=700),
+                                  xlim=(0.8 * float(ds.length.min()), 1.25 * float(ds.length.max())),
+                                  xticks=[int(n) for n in ds.length.values])  # the training line off the edge
 
 
 def tape(ep: dict, step: int) -> hv.Labels:

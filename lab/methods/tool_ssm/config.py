@@ -71,8 +71,11 @@ class Config(RuntimeConfig, BaseConfig):
     learned far more slowly than the tool's loop; trained until it solves the training range (the claims check it)."""
     batch_size: Annotated[int, Range(1, 4096)] = 32
     """Episodes per step."""
-    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
-    """Peak learning rate of the recurrent models (AdamW, warm-up then cosine decay)."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 5e-3
+    """Peak learning rate of the recurrent models with the tool (AdamW, warm-up then cosine decay)."""
+    no_tool_lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
+    """Peak learning rate of the recurrent models without the tool (the tool-less Mamba fitted its training range
+    at 1e-2, not at 2e-2)."""
     transformer_lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
     """Peak learning rate of the transformer (which does not train at the recurrent models' rate)."""
     n_seeds: Annotated[int, Range(1, 100)] = 3

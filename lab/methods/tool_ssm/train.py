@@ -22,7 +22,7 @@ def _key(cfg: Config, task: str, kind: str, regime: str, seed: int) -> dict:
     return {"format": FORMAT, "task": task, "kind": kind, "regime": regime, "seed": seed,
             "train_max": cfg.train_max, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "d_state": cfg.d_state,
             "steps": cfg.steps if regime == "tool" else cfg.no_tool_steps, "batch_size": cfg.batch_size,
-            "lr": cfg.transformer_lr if kind == "transformer" else cfg.lr}
+            "lr": cfg.transformer_lr if kind == "transformer" else cfg.lr if regime == "tool" else cfg.no_tool_lr}
 
 
 def trained(cfg: Config, task: str, kind: str, regime: str, seed: int, *, progress: bool = False,

@@ -71,11 +71,11 @@ class Config(RuntimeConfig, BaseConfig):
     learned far more slowly than the tool's loop; trained until it solves the training range (the claims check it)."""
     batch_size: Annotated[int, Range(1, 4096)] = 32
     """Episodes per step."""
-    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 5e-3
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
     """Peak learning rate of the recurrent models with the tool (AdamW, warm-up then cosine decay)."""
     no_tool_lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 1e-2
     """Peak learning rate of the recurrent models without the tool (the tool-less Mamba fitted its training range
-    at 1e-2, not at 2e-2)."""
+    at 1e-2, not at 2e-2; the tool regime did worse at 5e-3: Mamba 81%, LRU 62% at 50 digits, worst seed)."""
     transformer_lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
     """Peak learning rate of the transformer (which does not train at the recurrent models' rate)."""
     n_seeds: Annotated[int, Range(1, 100)] = 3

@@ -27,7 +27,7 @@ loop), :mod:`.train` (cached training), :mod:`.experiment` (``run``), :mod:`.cla
 (one episode step by step for the ``reasoning`` dashboard); notebook ``08_tool_ssm.ipynb``.
 
 **Departures from the paper.** Small models (width 32, two layers) trained on <= 5-digit problems as the paper does
-(a few hundred steps with the tool; the tool-less control 1,500 steps, until it solves the training range) and tested
+(1,000 steps with the tool; the tool-less control 1,500 steps, until it solves the training range) and tested
 to 10x that at quick; addition and n x 1 multiplication only (Tower of Hanoi, the search tool for logical graphs and
 the single-turn tool regime are not built: no time in this budget); quick trains the tool-less regime for Mamba alone
 (the tool-less LRU, time-invariant, did not fit its training range in 1,500 steps). The transformer baseline has

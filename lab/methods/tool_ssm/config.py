@@ -64,7 +64,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Blocks (layers) of every model."""
     d_state: Annotated[int, Range(1, 1024)] = 16
     """State per channel of Mamba, complex states per layer of the LRU."""
-    steps: Annotated[int, Range(1, 1_000_000)] = 600
+    steps: Annotated[int, Range(1, 1_000_000)] = 1000
     """Optimiser steps per model in the 'tool' regime (fresh random problems at every step)."""
     no_tool_steps: Annotated[int, Range(1, 1_000_000)] = 1500
     """Optimiser steps per model without the tool ('cot', 'direct'): recalling the i-th digit of the question is

@@ -10,7 +10,8 @@ Public API:
 * :func:`delta_rule` / :func:`delta_rule_ref` / :func:`delta_rule_step`: the gated delta rule with several
   Householder substeps per token (DeltaNet, Gated DeltaNet, DeltaProduct), chunked (WY form) or recurrent.
 * :func:`prefix_scan` / :class:`StreamingPrefix`: prefix states under a combine that need not be associative, with
-  one power-of-two bracketing, parallel or one chunk at a time in O(log n) live states;
+  one power-of-two bracketing, parallel or one chunk at a time in O(log n) live states (:func:`prefix_scan_stacked`:
+  a batch of sequences, a few tensor calls per tree level);
   :func:`saturating_scan`: an int8 (fixed-width) saturating linear scan.
 * Step forms for decoding: :func:`linear_scan_step`, :func:`selective_state_update` (Mamba-1 and the Mamba-2 head
   form, in place, as state-spaces/mamba), :func:`ssd_step`.
@@ -25,7 +26,7 @@ from .associative_scan import associative_scan
 from .causal_conv import causal_conv1d, causal_conv1d_ref
 from .delta_rule import delta_rule, delta_rule_ref, delta_rule_step
 from .linear_scan import linear_scan, linear_scan_pscan, linear_scan_ref
-from .prefix_scan import StreamingPrefix, prefix_scan, saturating_scan, saturating_scan_ref
+from .prefix_scan import StreamingPrefix, prefix_scan, prefix_scan_stacked, saturating_scan, saturating_scan_ref
 from .selective_scan import selective_scan, selective_scan_ref
 from .ssd import ssd, ssd_ref
 from .step import linear_scan_step, selective_state_update, ssd_step
@@ -46,6 +47,7 @@ __all__ = [
     "linear_scan_ref",
     "linear_scan_step",
     "prefix_scan",
+    "prefix_scan_stacked",
     "reuse_freed_memory",
     "saturating_scan",
     "saturating_scan_ref",

@@ -37,6 +37,9 @@ __all__ = ["delta_rule", "delta_rule_ref", "delta_rule_step"]
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 MODES = ("chunked", "recurrent")
+#: a chunk's diagonal gate is factored (G_r / G_i = G_r * G_i^-1, two matmuls) while every |log G| in it stays below
+#: this (e^60 ~ 1e26: far from float32's overflow at e^88); beyond, the exact (C, C, d_k) form of the ratios
+FACTOR_LOG_RANGE = 60.0
 
 
 def _work_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -180,7 +183,15 @@ def _chunk(q, k, v, beta, g, S0, last, seq=None, ran_in=None):
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     strict = causal.clone().fill_diagonal_(False)
     ql = q[:, :, last]
-    if g.dim() == 4:  # a diagonal: G_r / G_i per key channel, (b, h, C, C, d_k), 0 for i > r
+    if g.dim() == 4 and float(gamma.detach().abs().amax()) <= FACTOR_LOG_RANGE:  # a diagonal, factored: G_r / G_i per
+        G = torch.exp(gamma)                                             # channel as G_r * (1 / G_i)
+        k_inv = (k * torch.exp(-gamma)).transpose(-1, -2)
+        kk = (k * G) @ k_inv  # k_r . (G_r / G_i) k_i; above the diagonal (i > r) masked below
+        qk = ((ql * G[:, :, last]) @ k_inv).masked_fill(~causal[last], 0.0)
+        k_in, q_in = k * G, ql * G[:, :, last]
+        k_tail = k * torch.exp(gamma[:, :, -1:] - gamma)
+        G_end = G[:, :, -1, None, :]
+    elif g.dim() == 4:  # a diagonal with strong decays: G_r / G_i per key channel, (b, h, C, C, d_k), 0 for i > r
         diff = gamma[:, :, :, None] - gamma[:, :, None]
         decay = torch.exp(diff.masked_fill(~causal[..., None], float("-inf")))
         kk = torch.einsum("bhrc,bhric,bhic->bhri", k, decay, k)  # k_r . (G_r / G_i) k_i

@@ -70,6 +70,22 @@ def test_a_uniform_diagonal_on_the_first_substep_is_the_scalar_gate():
     torch.testing.assert_close(delta_rule(q, k, v, beta, gate=diag, **kw), delta_rule(q, k, v, beta, gate=lg, **kw))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_strong_diagonal_decays_take_the_exact_form(dtype):
+    """Log decays of -4 per substep sum past the factored form's range within a chunk of 16 tokens: the chunk takes
+    the exact ratio form and stays finite and equal to the reference."""
+    q, k, v, beta, lg, S0 = _inputs(2, L=40, gate="diagonal")
+    lg = lg * 13.0 - 0.1  # down to about -4 per substep
+    kw = dict(gate=lg, initial_state=S0, num_householder=2, output_final_state=True)
+    o_ref, s_ref = delta_rule_ref(q, k, v, beta, **kw)
+    args = [t.to(dtype) for t in (q, k, v, beta)]
+    kw = dict(gate=lg.to(dtype), initial_state=S0.to(dtype), num_householder=2, output_final_state=True)
+    o, s = delta_rule(*args, chunk_size=16, **kw)
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    torch.testing.assert_close(o.double(), o_ref, rtol=tol, atol=tol)
+    torch.testing.assert_close(s.double(), s_ref, rtol=tol, atol=tol)
+
+
 def test_a_reference_step_is_the_householder_update():
     """One token, no gate, beta = 1 and a unit key: S k becomes v exactly (the delta rule's write)."""
     q, k, v, beta, _, S0 = _inputs(L=1)

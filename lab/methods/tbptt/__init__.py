@@ -20,10 +20,13 @@ interior ``m* = N + 1/ln λ`` when the state forgets slowly (``λ`` near 1) and 
 
 **In this lab.** The benchmarks are simulated (:mod:`lab.datasets.systems`: the nonlinear RLC circuit with the
 paper's constants, a Silverbox-like Duffing oscillator, a linear one-state system, statsmodels series for
-forecasting). :mod:`.model` (subsequences, the burn-in loss, LSTM / GRU / LRU regressors, the bound's shape and its
-leave-one-out fit), :mod:`.train` (cached runs on :func:`lab.core.train.fit`), :mod:`.experiment` (``run``: the
-grid of N, m, seeds and models), :mod:`.claims`, :mod:`.plots`; notebook ``12_tbptt.ipynb``. The trained model is
-scored as the paper scores it: run once over the whole training (validation, test) record from the zero state.
+forecasting); the paper's recorded data sets (small CSV files in the official repository) are not shipped.
+:mod:`.model` (subsequences, the burn-in loss, LSTM / GRU / LRU regressors, the forgetting rate ``λ`` of a trained
+network and the bound's ``m*``, the bound's shape and its leave-one-out fit), :mod:`.fused` (a window length's whole
+LSTM grid trained at once: a stacked LSTM with a Numba kernel), :mod:`.train` (cached grids on
+:func:`lab.core.train.fit`), :mod:`.experiment` (``run``: one burn-in grid per N, fractions of N, for every seed
+and model), :mod:`.claims`, :mod:`.plots`; notebook ``12_tbptt.ipynb``. The trained model is scored as the paper
+scores it: run once over the whole training (validation, test) record from the zero state.
 """
 
 from lab.registry import Method

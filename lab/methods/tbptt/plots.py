@@ -49,7 +49,7 @@ def burn_in_curve(ds: xr.Dataset, model: str | None = None, split: str = "train"
         items.append(hv.Scatter(([ms], [star]), "burn-in m", f"{split} MSE").opts(color=colour, marker="star",
                                                                                   size=16))
     return hv.Overlay(items).opts(title=f"{ds.attrs['system']}, {model}: {split} MSE against burn-in (★ m*)",
-                                  legend_position="top_left", **curve_opts(width=640, height=380))
+                                  legend_position="top_right", **curve_opts(width=640, height=380))
 
 
 def gains_by_length(ds: xr.Dataset) -> hv.Bars:

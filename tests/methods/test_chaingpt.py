@@ -309,3 +309,14 @@ def test_profiles_validate_and_quick_is_the_default():
     full = Config.from_profile("full")
     assert full.state_test_lengths[-1] >= 4 * full.state_train_length
     assert dataclasses.replace(Config(), n_seeds=3).seeds == (0, 1, 2)
+
+
+def test_baselines_trained_longer_than_chaingpt_fit_the_loss_record(tmp_path, monkeypatch):
+    """Quick trains the baselines for more steps than ChainGPT: the loss record spans the longest run."""
+    from lab.methods.chaingpt.experiment import run
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    cfg = Config.from_profile("ci", baseline_steps=9, steps=5, recall_steps=5)
+    ds = run(cfg, progress=False)
+    assert ds.sizes["step"] == 9
+    assert np.isfinite(ds.train_loss.sel(run="transformer")).all()

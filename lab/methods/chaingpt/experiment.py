@@ -104,7 +104,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         seed=list(cfg.seeds), run=list(RUNS), state_run=list(STATE_RUNS), recall_run=list(RECALL_RUNS),
         state_length=[cfg.state_train_length, *cfg.state_test_lengths],
         recall_length=[cfg.recall_train_length, *cfg.recall_test_lengths],
-        depth=np.arange(1, cfg.max_iterations + 1), step=np.arange(1, max(cfg.steps, cfg.recall_steps) + 1),
+        depth=np.arange(1, cfg.max_iterations + 1),
+        step=np.arange(1, max(cfg.steps, cfg.recall_steps, cfg.baseline_steps) + 1),
         context={"state_task": cfg.state_task})
     bar = tqdm(total=len(cfg.seeds) * len(RUNS), desc="ChainGPT runs", disable=not progress)
     with threads(cfg.threads):

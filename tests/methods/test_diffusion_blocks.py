@@ -260,3 +260,25 @@ def test_ci_run_has_the_documented_dims_and_measured_costs(ci_result):
             assert float(v.sel(variant="block") / v.sel(variant="e2e")) < 0.5
             assert float(v.sel(variant="joint") / v.sel(variant="e2e")) > 0.9
     assert [r.name for r in res.claims] == [c.name for c in C.CLAIMS]
+
+
+def test_label_objective_shares_the_class_embeddings_and_inference_steps_once_per_block():
+    from lab.datasets.sequences import SequenceTask
+    from lab.methods.diffusion_blocks import train as T
+
+    cfg = Config.from_profile("ci", dataset="digits")
+    x, y = torch.randn(12, 8, 8), torch.arange(12) % 10
+    task = SequenceTask("t", x, y, x, y, 10)
+    blocks = T.build_cls(cfg, task, "blocks", 0)
+    loss = T._label_loss(cfg)
+    for b in range(cfg.n_blocks):  # every block's cross-entropy trains the one shared table
+        blocks.zero_grad(set_to_none=True)
+        sigma = torch.full((12,), float(blocks.edges[b]))
+        loss(blocks, (x, y, sigma, torch.randn(12, cfg.d_label), torch.tensor(b))).backward()
+        assert blocks.class_emb.grad is not None and blocks.class_emb.grad.abs().sum() > 0
+    calls = []
+    for b, block in enumerate(blocks.blocks):
+        block.register_forward_hook(lambda mod, inp, out, b=b: calls.append((b, float(inp[2][0]))))
+    pred = T.classify(cfg, blocks, x, 0)
+    assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks))
+    np.testing.assert_allclose([c[1] for c in calls], blocks.edges[:-1].numpy(), rtol=1e-6)

@@ -30,9 +30,10 @@ identity).
 **Sampling.** ``z_0 = σ_max ε``; for EDM's levels ``σ_0 > ... > σ_{N-1}`` and ``σ_N = 0``:
 ``z ← z + (σ_{i+1} - σ_i)/σ_i · (z - D_{b(σ_i)}(z, σ_i))``, where ``b(σ)`` is the block that owns ``σ``.
 
-**Classification.** The target is a label's embedding (fixed random directions, L2-normalised, RMS σ_d per
-coordinate); the blocks denoise it given the input's tokens, and the prediction is the class embedding nearest the
-final estimate.
+**Classification** (the reference implementation). The target is a label's embedding (learned, one table shared by
+the blocks, L2-normalised, RMS σ_d per coordinate); block b denoises it given the input's tokens and is trained by
+the cross-entropy of the logits ``D · E^T / σ_d²``, weighted by ``w(σ)``. Inference: one Euler step per block at
+the equal-probability edges ``σ_max = e_0 > ... > e_{B-1}``, then the argmax of the last block's logits.
 
 **In this lab.** :mod:`.model` (partition, EDM, AdaLN layers, MLP and token denoisers, the block container, Euler
 sampling, the energy distance, the measured cost of a step), :mod:`.train` (2-D data, training runs, evaluation),

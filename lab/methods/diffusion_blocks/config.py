@@ -19,9 +19,9 @@ class Config(RuntimeConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(toy_steps=40, toy_train=2000, n_eval=300, cls_steps=20, n_train=256, n_test=128, n_seeds=1,
-                   sample_steps=12, cls_sample_steps=6),
+                   sample_steps=12),
         "quick": {},
-        "full": dict(toy_steps=6000, width=128, cls_steps=4000, d_model=64, dataset="mnist1d", n_eval=4000,
+        "full": dict(toy_steps=6000, width=128, cls_steps=4000, d_model=64, n_eval=4000,
                      n_seeds=5, sample_steps=40),
     }
 
@@ -59,7 +59,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Generated points per model for the energy distance, against as many fresh data points."""
     sample_steps: Annotated[int, Range(2, 1000)] = 24
     """Euler steps of 2-D sampling (EDM's ρ = 7 levels from sigma_max to sigma_min, then to 0)."""
-    dataset: Literal["digits", "mnist1d"] = "digits"
+    dataset: Literal["digits", "mnist1d"] = "mnist1d"
     """Classification data: sklearn digits (8 rows of 8 pixels: 8 tokens) or MNIST-1D (40 samples: 8 tokens of 5)."""
     n_train: Annotated[int, Range(0, 10_000_000)] = 0
     """Use only the first n_train training examples (0: all)."""
@@ -70,7 +70,8 @@ class Config(RuntimeConfig, BaseConfig):
     n_heads: Annotated[int, Range(1, 64)] = 2
     """Attention heads."""
     d_label: Annotated[int, Range(2, 1024)] = 16
-    """Dimension of the label embedding that DiffusionBlocks denoises (fixed random directions, L2-normalised)."""
+    """Dimension of the label embedding that DiffusionBlocks denoises (learned, shared by the blocks,
+    L2-normalised)."""
     cls_steps: Steps = 500
     """Optimiser steps of the end-to-end classifier runs (and of the block-wise runs, times B under block_budget =
     compute)."""
@@ -78,8 +79,6 @@ class Config(RuntimeConfig, BaseConfig):
     """Examples per classifier mini-batch."""
     cls_lr: Rate = 3e-3
     """Peak learning rate of the classifier runs."""
-    cls_sample_steps: Annotated[int, Range(2, 1000)] = 12
-    """Euler steps when classifying by denoising the label embedding."""
     block_budget: Literal["compute", "steps"] = "compute"
     """Block-wise training length: compute (B times the end-to-end steps: each block gets as many updates as the
     end-to-end network, and the run as many layer-passes) or steps (as many steps as end to end: each block gets
@@ -111,8 +110,8 @@ class Config(RuntimeConfig, BaseConfig):
         toy_batch points through n_layers AdaLN MLP layers of about 7 width^2 weights (block-wise under
         block_budget = compute: B x the steps on 1/B of the layers, the same layer-passes), sampled n_eval x
         sample_steps; three classifiers trained cls_steps x cls_batch x 8 tokens through transformer layers of about
-        18 d_model^2 weights, classifying by cls_sample_steps denoising passes. Memory: the energy distance's three
-        n_eval x n_eval distance matrices (float64), the 2-D training set, the data set."""
+        18 d_model^2 weights, classifying by one Euler step per block (one L-layer pass). Memory: the energy
+        distance's three n_eval x n_eval distance matrices (float64), the 2-D training set, the data set."""
         toy_w = self.n_layers * 7.0 * self.width ** 2
         cls_w = self.n_layers * 18.0 * self.d_model ** 2
         n_train, n_test, _ = task_sizes(self.dataset, self.n_train, self.n_test)
@@ -120,7 +119,7 @@ class Config(RuntimeConfig, BaseConfig):
                                + 5 * 2.0 * toy_w * self.n_eval * self.sample_steps + 3 * 8.0 * self.n_eval ** 2
                                + 3 * train_ops(cls_w, 8 * self.cls_steps * self.cls_batch,
                                                self.cls_steps * self.n_blocks)
-                               + 3 * 2.0 * cls_w * 8 * n_test * self.cls_sample_steps)
+                               + 3 * 2.0 * cls_w * 8 * n_test)
         activations = 16.0 * max(self.toy_batch * self.width, 8 * self.cls_batch * self.d_model) * self.n_layers
         memory = (3 * 8.0 * self.n_eval ** 2 + 3 * 16.0 * self.toy_train + 4.0 * 64 * (n_train + n_test)
                   + train_bytes(toy_w + cls_w, activations))

@@ -31,6 +31,8 @@ __all__ = ["CLS_MODELS", "FORMAT", "RERUN_OFFSET", "TOY_MODELS", "classify", "cl
 
 #: bump when training or a model changes (invalidates cached weights)
 FORMAT = 1
+#: the same for the classifiers (2: the reference objective, learned shared class embeddings)
+CLS_FORMAT = 2
 #: the second equal-mass run starts from seed + this offset: other initial weights, batches and noise
 RERUN_OFFSET = 10_000
 TOY_MODELS = ("e2e", "blocks", "uniform", "blocks_b", "small")
@@ -73,11 +75,17 @@ def load_tokens(cfg: Config) -> SequenceTask:
                         task.x_test.reshape(-1, *shape), task.y_test, task.n_classes)
 
 
-def label_embeddings(cfg: Config, seed: int, n_classes: int = 10) -> torch.Tensor:
-    """Fixed random class directions, L2-normalised and scaled to per-coordinate RMS ``sigma_data``:
-    ``(n_classes, d_label)``. Fixed, not learned: a learned embedding shared by the blocks would couple them."""
-    e = torch.randn(n_classes, cfg.d_label, generator=torch.Generator().manual_seed(seed + 777))
-    return F.normalize(e, dim=-1) * (cfg.d_label ** 0.5 * cfg.sigma_data)
+def label_embeddings(cfg: Config, model: M.DiffusionBlocks) -> torch.Tensor:
+    """The blocks' shared class embeddings, L2-normalised and scaled to per-coordinate RMS ``sigma_data``:
+    ``(n_classes, d_label)``. Learned (the reference implementation): one table shared by every block, trained by
+    each block's cross-entropy."""
+    return F.normalize(model.class_emb, dim=-1) * (model.class_emb.shape[1] ** 0.5 * cfg.sigma_data)
+
+
+def label_logits(cfg: Config, denoised: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+    """Logits ``(batch, n_classes)`` of a denoised label embedding: its dot products with the class embeddings over
+    ``σ_d²`` (a clean embedding scores ``d_label`` against itself)."""
+    return denoised @ emb.T / cfg.sigma_data ** 2
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -113,7 +121,9 @@ def build_cls(cfg: Config, task: SequenceTask, kind: str, seed: int) -> torch.nn
 
     if kind in ("e2e", "small"):
         return net(_layers(cfg, kind), task.n_classes)
-    return M.DiffusionBlocks([net(cfg.block_layers) for _ in range(cfg.n_blocks)], _edges(cfg, kind), cfg.overlap)
+    model = M.DiffusionBlocks([net(cfg.block_layers) for _ in range(cfg.n_blocks)], _edges(cfg, kind), cfg.overlap)
+    model.class_emb = torch.nn.Parameter(torch.randn(task.n_classes, cfg.d_label))
+    return model
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -134,6 +144,21 @@ def _denoise_loss(cfg: Config):
         *inputs, y, sigma, noise, b = batch
         net = model.blocks[int(b)] if isinstance(model, M.DiffusionBlocks) else model
         return M.edm_loss(net(*inputs, y + sigma[:, None] * noise, sigma), y, sigma, cfg.sigma_data)
+
+    return loss
+
+
+def _label_loss(cfg: Config):
+    """The reference classification objective: block ``b`` denoises the (learned, shared) class embedding and is
+    scored by cross-entropy of :func:`label_logits`, weighted by EDM's ``w(σ) = (σ² + σ_d²)/(σ σ_d)²`` over its
+    batch mean (the relative weights; Adam would undo a constant scale)."""
+    def loss(model, batch):
+        x, labels, sigma, noise, b = batch
+        emb = label_embeddings(cfg, model)
+        denoised = model.blocks[int(b)](x, emb[labels] + sigma[:, None] * noise, sigma)
+        w = (sigma ** 2 + cfg.sigma_data ** 2) / (sigma * cfg.sigma_data) ** 2
+        ce = F.cross_entropy(label_logits(cfg, denoised, emb), labels, reduction="none")
+        return (w / w.mean() * ce).mean()
 
     return loss
 
@@ -180,14 +205,12 @@ def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: 
         gen = torch.Generator().manual_seed(seed)
         x, labels = task.x_train, task.y_train
         if kind == "blocks":
-            emb = label_embeddings(cfg, seed, task.n_classes)
-
             def sample(step):
                 idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
                 sigma, b = _noise_batch(cfg, model, cfg.cls_batch, gen)
-                return x[idx], emb[labels[idx]], sigma, torch.randn(cfg.cls_batch, cfg.d_label, generator=gen), b
+                return x[idx], labels[idx], sigma, torch.randn(cfg.cls_batch, cfg.d_label, generator=gen), b
 
-            loss = _denoise_loss(cfg)
+            loss = _label_loss(cfg)
         else:
             def sample(step):
                 idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
@@ -199,7 +222,7 @@ def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: 
         return _train(cfg, model, sample, loss, cfg.cls_steps, cfg.cls_lr, seed, progress,
                       f"classifier {kind} (seed {seed})")
 
-    key = {"format": FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "n_layers": cfg.n_layers,
+    key = {"format": CLS_FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "n_layers": cfg.n_layers,
            "n_blocks": cfg.n_blocks, "d_model": cfg.d_model, "n_heads": cfg.n_heads, "d_label": cfg.d_label,
            "steps": cfg.cls_steps, "batch": cfg.cls_batch, "lr": cfg.cls_lr,
            "budget": cfg.block_budget,
@@ -227,14 +250,18 @@ def sample_toy(cfg: Config, model, n: int, seed: int) -> tuple[torch.Tensor, dic
 
 @torch.no_grad()
 def classify(cfg: Config, model, x: torch.Tensor, seed: int) -> torch.Tensor:
-    """Predicted classes ``(n,)``: the logits' argmax, or (blocks) the class embedding nearest the label embedding
-    denoised from ``σ_max ε`` through the blocks."""
+    """Predicted classes ``(n,)``: the logits' argmax; for blocks (the reference inference) one Euler step per block
+    from ``σ_max ε`` down the equal-probability edges ``e_0 > ... > e_B``, block ``b`` denoising at ``e_b``, and the
+    argmax of the last block's :func:`label_logits`."""
     if not isinstance(model, M.DiffusionBlocks):
         return model.logits(x).argmax(-1)
-    emb = label_embeddings(cfg, seed)
-    z = cfg.sigma_max * torch.randn(len(x), cfg.d_label, generator=torch.Generator().manual_seed(seed + 555))
-    z, _ = M.euler_sample(lambda zz, s: model(x, zz, sigma=s), z, _levels(cfg, cfg.cls_sample_steps), model.owner)
-    return (z @ emb.T).argmax(-1)
+    emb = label_embeddings(cfg, model)
+    edges = model.edges.tolist()
+    z = edges[0] * torch.randn(len(x), cfg.d_label, generator=torch.Generator().manual_seed(seed + 555))
+    for b, block in enumerate(model.blocks):
+        denoised = block(x, z, torch.full((len(x),), edges[b]))
+        z = z + (edges[b + 1] - edges[b]) / edges[b] * (z - denoised)
+    return label_logits(cfg, denoised, emb).argmax(-1)
 
 
 def _costs(cfg: Config, e2e, blocks, e2e_loss, inputs: tuple, target: torch.Tensor,
@@ -265,7 +292,7 @@ def measure_costs(cfg: Config, task: SequenceTask) -> dict[str, dict[str, tuple[
                  lambda: _denoise_loss(cfg)(e2e, (y, sigma, noise, torch.tensor(-1))), (), y, gen)
     x, labels = task.x_train[: cfg.cls_batch], task.y_train[: cfg.cls_batch]
     clf = build_cls(cfg, task, "e2e", cfg.seed)
-    classify = _costs(cfg, clf, build_cls(cfg, task, "blocks", cfg.seed),
-                      lambda: F.cross_entropy(clf.logits(x), labels), (x,), label_embeddings(cfg, cfg.seed)[labels],
-                      gen)
+    blocks = build_cls(cfg, task, "blocks", cfg.seed)
+    classify = _costs(cfg, clf, blocks, lambda: F.cross_entropy(clf.logits(x), labels), (x,),
+                      label_embeddings(cfg, blocks)[labels].detach(), gen)
     return {"toy": toy, "classify": classify}

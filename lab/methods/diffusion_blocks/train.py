@@ -31,8 +31,8 @@ __all__ = ["CLS_MODELS", "FORMAT", "RERUN_OFFSET", "TOY_MODELS", "classify", "cl
 
 #: bump when training or a model changes (invalidates cached weights)
 FORMAT = 1
-#: the same for the classifiers (2: the reference objective, learned shared class embeddings)
-CLS_FORMAT = 2
+#: the same for the classifiers (3: the reference objective, learned shared class embeddings, logits D · E^T)
+CLS_FORMAT = 3
 #: the second equal-mass run starts from seed + this offset: other initial weights, batches and noise
 RERUN_OFFSET = 10_000
 TOY_MODELS = ("e2e", "blocks", "uniform", "blocks_b", "small")
@@ -83,9 +83,10 @@ def label_embeddings(cfg: Config, model: M.DiffusionBlocks) -> torch.Tensor:
 
 
 def label_logits(cfg: Config, denoised: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
-    """Logits ``(batch, n_classes)`` of a denoised label embedding: its dot products with the class embeddings over
-    ``σ_d²`` (a clean embedding scores ``d_label`` against itself)."""
-    return denoised @ emb.T / cfg.sigma_data ** 2
+    """Logits ``(batch, n_classes)`` of a denoised label embedding: its dot products with the class embeddings (a
+    clean embedding scores ``d_label σ_d²`` against itself; on digits, one seed, 500 updates per block, dividing by
+    σ_d² gave 56% and by 4 84%, against 84% for the plain product)."""
+    return denoised @ emb.T
 
 
 # ---------------------------------------------------------------------------------------------------------------

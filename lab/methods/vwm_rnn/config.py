@@ -74,7 +74,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Distance in location below which a trial counts as close."""
     far: Annotated[float, Range(0.0, math.pi, hi_open=True)] = math.pi / 2
     """Distance in location above which a trial counts as far."""
-    n_seeds: Annotated[int, Range(1, 100)] = 2
+    n_seeds: Annotated[int, Range(1, 100)] = 3
     """Seeds (seed, seed+1, ...): weights, training trials and evaluation noise; the claims are means over seeds."""
 
     @property

@@ -46,7 +46,9 @@ class InrPanel(MethodPanel):
 
     datum = param.Selector(default="astronaut", objects=list(live.DATA), doc="The datum to represent.")
     encoder = param.Selector(default="lpnet_s3k", objects=list(live.SHOWN), doc="The model shown.")
-    budget = param.Selector(default=3000, objects=[3000], doc="Parameters of the model (encoder + decoder).")
+    budget = param.Selector(
+        default=3000, objects=[3000], doc="Numbers stored (latent + decoder; SIREN: its weights)."
+    )
     frame = param.Integer(default=0, bounds=(0, 0), precedence=-1, doc="Frame of the video shown (videos only).")
 
     @preparation(on=("profile", "datum"), label="the fits", cached=lambda s: live.prepared(s.datum, s.profile),

@@ -137,14 +137,14 @@ class Ssdi8Panel(MethodPanel):
     @view("profile", needs="quantised")
     def bars(self):
         table = qlive.quant_table(self.profile)
-        return pn.Row(_pane(qplots.perplexity_bars(table)), _pane(qplots.error_bars(table)))
+        return pn.Column(_pane(qplots.perplexity_bars(table)), _pane(qplots.error_bars(table)))  # 720 px each
 
     @view(*QUANT_PARAMS, needs="quantised")
     def histogram(self):
         values = qlive.activations(self.profile, self.tensor, self.axis)
         index = min(self.index, values.sizes[values.dims[0]] - 1)
-        return pn.Row(_pane(qplots.activation_ranges(values)),
-                      _pane(qplots.activation_histogram(values, index)))
+        return pn.Column(_pane(qplots.activation_ranges(values)),  # 720 + 500 px side by side overflow 1400
+                         _pane(qplots.activation_histogram(values, index)))
 
     def main(self) -> list:
         return [self.bars, self.histogram]

@@ -1,6 +1,6 @@
 """``lab bench int8``: SSDi8's INT8 path on this CPU against float32, measured as it is.
 
-Two kinds of rows, each timed in turns (one call of each per round, :func:`lab.bench.layers._time_in_turns`) on one
+Two kinds of rows, each timed in turns (one call of each per round, :func:`lab.bench.layers.time_in_turns`) on one
 thread, so that load that comes and goes hits every implementation alike:
 
 * ``ssd``: Mamba-2's SSD on random inputs with SSDi8's shapes: the float32 kernel (:func:`kernels.ssd`, its torch
@@ -68,7 +68,7 @@ def run_int8_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
 
 def _run(quick: bool, progress: bool) -> xr.Dataset:
     import kernels
-    from lab.bench.layers import _time_in_turns
+    from lab.bench.layers import time_in_turns
     from lab.methods.ssdi8.model import SSDScales, observe, ssd_int8
 
     s = QUICK if quick else FULL
@@ -83,10 +83,10 @@ def _run(quick: bool, progress: bool) -> xr.Dataset:
         "fake_quant": lambda: ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, backend="fake"),
     }
     with torch.no_grad():
-        ssd_t = _time_in_turns(ssd_calls, repeats, budget)
+        ssd_t = time_in_turns(ssd_calls, repeats, budget)
         tokens = s["batch"] * s["length"]
         sizes = {"model": (tokens, s["heads"] * s["headdim"], 2 * s["heads"] * s["headdim"]), "large": LARGE_GEMM}
-        gemm_t = {size: _time_in_turns(_gemm_calls(*mkn), repeats, budget) for size, mkn in sizes.items()}
+        gemm_t = {size: time_in_turns(_gemm_calls(*mkn), repeats, budget) for size, mkn in sizes.items()}
     ssd = np.array([ssd_t[i] for i in SSD_IMPLS])
     gemm = np.array([[gemm_t[size][i] for i in GEMM_IMPLS] for size in sizes])
     ds = xr.Dataset(

@@ -48,7 +48,7 @@ def _build(name: str, d_model: int, d_state: int) -> torch.nn.Module | None:
     return MambaBlock(MambaConfig(d_model=d_model, n_layers=1, d_state=d_state, pscan=True))
 
 
-def _time_in_turns(fns: dict, repeats: int, budget: float) -> dict[str, float]:
+def time_in_turns(fns: dict, repeats: int, budget: float) -> dict[str, float]:
     """Median seconds per call of each function, timed in turns (one call of each per round), so that a change in
     the machine's load between rounds hits every layer alike. Rounds continue until each function has ``repeats``
     calls and ``budget`` seconds per function have passed (at most ``5 * repeats`` rounds)."""
@@ -102,7 +102,7 @@ def _run(quick: bool, progress: bool) -> xr.Dataset:
 
         calls[0][name], calls[1][name] = forward, train
     for j, fns in enumerate(calls):
-        for name, sec in _time_in_turns(fns, repeats, budget).items():
+        for name, sec in time_in_turns(fns, repeats, budget).items():
             tps[LAYERS.index(name), j] = tokens / sec
             if progress:
                 print(f"  {name:<11} {MODES[j]:<8} {tps[LAYERS.index(name), j]:>12,.0f} tokens/s", flush=True)

@@ -16,7 +16,7 @@ The whole regressor, with gates in torch's order (input, forget, cell, output) a
 :func:`lstm_forward` (input projection, recurrence and linear head ``y_t = W_out h_t + b_out``) stores the gate
 activations and cells; :func:`lstm_backward` returns every weight's gradient. The batch is the innermost
 axis (``(K, N, 4 h, B)``), so every inner loop runs over the batch in vector registers. ``tanh(x) = 2 σ(2x) - 1``
-with the float32 :func:`kernels._numba.common.fast_sigmoid` (error ~1e-7; the tests compare with ``nn.LSTM``).
+with the float32 :func:`kernels.numba_common.fast_sigmoid` (error ~1e-7; the tests compare with ``nn.LSTM``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch
 from numba import njit
 from torch import nn
 
-from kernels._numba.common import FAST_FLAGS, fast_sigmoid
+from kernels.numba_common import FAST_FLAGS, fast_sigmoid
 
 __all__ = ["StackedLSTM", "lstm_backward", "lstm_forward", "window_sampler"]
 

@@ -118,7 +118,9 @@ def _tail(loss: np.ndarray) -> np.ndarray:
 def train_grid(cfg: Config, rec: Records, kind: str, N: int, *, progress: bool = False) -> Grid:
     """Train (or load) the whole grid at window length ``N`` for model ``kind`` (:class:`Grid`)."""
     seeds, ms = members(cfg, N)
-    if kind != "lstm":
+    from lab.core.runtime import resolve_device
+
+    if kind != "lstm" or resolve_device(cfg.device).type != "cpu":  # the fused grid is a CPU (Numba) kernel
         runs = [train_run(cfg, rec, kind, N, m, s, progress=progress) for s, m in zip(seeds, ms)]
         cpu = [r.meta.get("cpu_s", np.nan) if not r.loaded else np.nan for r in runs]
         return Grid(N, seeds, ms, [r.model for r in runs], np.array([_tail(r.curves["loss"]) for r in runs]),
@@ -143,7 +145,7 @@ def train_grid(cfg: Config, rec: Records, kind: str, N: int, *, progress: bool =
 
         start = time.process_time()
         res = fit(stack, window_sampler(x, t, seeds, cfg.batch_size), loss=loss, steps=cfg.steps, lr=cfg.lr,
-                  clip=None, progress=progress, desc=f"lstm N={N}: {K} models", device="cpu")
+                  clip=None, progress=progress, desc=f"lstm N={N}: {K} models", device=cfg.device)
         losses = np.stack(per_model)  # (steps, K)
         return {"curves": {"loss": res.loss}, "meta": {"cpu_s": time.process_time() - start,
                                                         "final_loss": _tail(losses).tolist(),

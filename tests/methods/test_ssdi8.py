@@ -271,6 +271,27 @@ def test_calibration_and_the_correction(tiny):
     assert torch.equal(a, LM.forward(model, calib, quant, "ssdi8", "w8a8", chunk_size=16, backend="fake"))
 
 
+def test_evaluation_without_the_float_reference_gives_the_same_losses(tiny):
+    cfg, model, calib = tiny
+    quant, _ = LM.quantise(model, calib, outlier_channels=0, outlier_scale=1.0, weight_bits=(8,), chunk_size=16)
+    tokens = torch.cat([calib, calib[:, :1]], dim=1)  # (6, 49): 48 predicted characters per sequence
+    with_ref, without = [], []
+    loss, err = LM.evaluate(model, tokens, quant, "ssdi8", "w8a8", chunk_size=16, per_sequence=with_ref)
+    loss2, none = LM.evaluate(model, tokens, quant, "ssdi8", "w8a8", chunk_size=16, per_sequence=without,
+                              compare=False)
+    assert none is None and err.shape == (cfg.n_layers,) and float(err.min()) > 0
+    assert loss == loss2 and with_ref == without and loss == pytest.approx(np.mean(with_ref))
+
+
+def test_grid_index_spreads_the_grid_and_partitions_the_rest():
+    grid, rest = T.grid_index(10, 4)
+    assert grid.tolist() == [0, 3, 6, 9] and rest.tolist() == [1, 2, 4, 5, 7, 8]
+    assert T.grid_index(5, 5)[0].tolist() == list(range(5)) and T.grid_index(5, 5)[1].size == 0
+    assert T.grid_index(1024, 128)[0].size == 128
+    with pytest.raises(ValueError, match="n_grid=6"):
+        T.grid_index(5, 6)
+
+
 def test_corpus_splits_are_disjoint_sorted_and_ascii():
     files = T.corpus_files()
     assert len(files) > 100 and files == T.corpus_files()  # deterministic
@@ -293,6 +314,7 @@ def test_corpus_splits_are_disjoint_sorted_and_ascii():
     ("outlier_channels", 4000, "at most the inner width"),
     ("ngroups", 3, "a divisor of the 2 heads"),
     ("decay_bits", 8, "[1, 7]"),
+    ("n_eval_grid", 9, "at most n_eval = 8"),
 ])
 def test_bad_config_names_field_value_and_allowed(field, value, allowed):
     with pytest.raises(ConfigError, match=rf"^{field}=") as info:
@@ -331,6 +353,7 @@ def test_ci_run_and_claims(ci_result):
     broken = learned.copy(deep=True)
     for var in ("loss", "perplexity", "ssd_error", "loss_own", "seq_loss_own"):
         broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
+    broken["seq_loss_seeds"].loc[{"candidate": "ssdi8"}] = broken.seq_loss_seeds.sel(candidate="per_tensor").values
     for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_own_int8_ssd_matches_input_only"):
         r = by_name[name].evaluate(broken)
         assert r.verdict in ("fails", "does not discriminate") and not r.passed
@@ -338,6 +361,13 @@ def test_ci_run_and_claims(ci_result):
     # the model's own activations: no injected outliers, so the axis-aware SSD errors equal the injected run's at
     # float projections (a per-channel scale absorbs a channel's factor) while per tensor is no worse than there
     assert ds.loss_own.dims == ("variant", "weights") and np.isfinite(ds.loss_own).all()
+    # the headline's comparison on every seed: the first seed's losses are the own-activation grid's, over all n_eval
+    cfg = Config.from_profile("ci")
+    assert ds.seq_loss_seeds.sizes == {"seed": cfg.n_seeds, "candidate": 5, "eval_seq": cfg.n_eval}
+    np.testing.assert_array_equal(ds.seq_loss_seeds.isel(seed=0).sel(candidate="ssdi8"),
+                                  ds.seq_loss_own.sel(variant="ssdi8", weights="w8a8"))
+    assert not np.allclose(ds.seq_loss_seeds.isel(seed=1), ds.seq_loss_seeds.isel(seed=0))
+    assert len(head.per_seed) == cfg.n_seeds
     np.testing.assert_allclose(ds.ssd_error_own.sel(variant="axis_aware", weights="fp32"),
                                ds.ssd_error.sel(variant="axis_aware", weights="fp32"), rtol=1e-3)
     assert float(ds.ssd_error_own.sel(variant="per_tensor").mean()) < float(ds.ssd_error.sel(

@@ -10,6 +10,7 @@ import math
 import os
 import platform
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from lab.core.runtime import threads
 from lab.methods.ssdi8 import lm as LM
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
-from lab.methods.ssdi8.train import count_model_losses, load_corpus, trained_model
+from lab.methods.ssdi8.train import count_model_losses, grid_index, load_corpus, trained_model
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -33,20 +34,30 @@ IMPLS = ("fp32", "int8", "fake_quant")
 
 _ERROR = "Σ|Y' - Y|² / Σ|Y|²"
 SCHEMA = Schema(
-    Var("loss", ("variant", "weights"), "evaluation next-character cross-entropy", "nats/char"),
-    Var("perplexity", ("variant", "weights"), "evaluation perplexity"),
-    Var("ssd_error", ("variant", "weights", "layer"),
-        f"SSD output error against the float model on the same tokens, {_ERROR}"),
-    Var("loss_own", ("variant", "weights"), "evaluation next-character cross-entropy on the model's own activations "
-                                             "(no injected outliers; calibrated and corrected anew)", "nats/char"),
-    Var("ssd_error_own", ("variant", "weights", "layer"),
-        f"SSD output error against the float model, on the model's own activations (no injected outliers), {_ERROR}"),
-    Var("seq_loss_own", ("variant", "weights", "eval_seq"), "next-character cross-entropy of each evaluation "
-        "sequence on the model's own activations (the paired evaluation noise between variants)", "nats/char"),
-    Var("unigram_loss", (), "evaluation loss of character frequencies of the training split (add-one smoothed)",
+    Var("loss", ("variant", "weights"), "evaluation next-character cross-entropy (the n_eval_grid sequences)",
         "nats/char"),
-    Var("bigram_loss", (), "evaluation loss of a bigram count model of the training split (add-one smoothed): the "
-                           "bar the float model must beat", "nats/char"),
+    Var("perplexity", ("variant", "weights"), "evaluation perplexity (the n_eval_grid sequences)"),
+    Var("ssd_error", ("variant", "weights", "layer"),
+        f"SSD output error against the float model on the same tokens (the n_eval_grid sequences), {_ERROR}"),
+    Var("loss_own", ("variant", "weights"), "evaluation next-character cross-entropy on the model's own activations "
+                                             "(no injected outliers; calibrated and corrected anew; all n_eval "
+                                             "sequences)", "nats/char"),
+    Var("ssd_error_own", ("variant", "weights", "layer"),
+        f"SSD output error against the float model, on the model's own activations (no injected outliers; the "
+        f"n_eval_grid sequences), {_ERROR}"),
+    Var("seq_loss_own", ("variant", "weights", "eval_seq"), "next-character cross-entropy of each evaluation "
+        "sequence on the model's own activations (the paired evaluation noise between variants; the n_eval_grid "
+        "sequences first)", "nats/char"),
+    Var("seq_loss_part", ("part", "eval_seq"), "next-character cross-entropy of each evaluation sequence, SSDi8 at "
+        "W8A8 on the model's own activations with one part's scales per tensor (the others axis-aware)",
+        "nats/char"),
+    Var("seq_loss_seeds", ("seed", "candidate", "eval_seq"), "next-character cross-entropy of each evaluation "
+        "sequence at W8A8 on the model's own activations, per trained model (the headline's comparison; the first "
+        "seed's values are seq_loss_own's)", "nats/char"),
+    Var("unigram_loss", (), "evaluation loss of character frequencies of the training split (add-one smoothed; "
+                            "all n_eval sequences)", "nats/char"),
+    Var("bigram_loss", (), "evaluation loss of a bigram count model of the training split (add-one smoothed; all "
+                           "n_eval sequences): the bar the float model must beat", "nats/char"),
     Var("loss_full_correction", ("weights",), "loss of SSDi8 with correction coefficient 1", "nats/char"),
     Var("ssd_error_full_correction", ("weights", "layer"), "SSD output error of SSDi8 with correction coefficient 1"),
     Var("correction", ("weights", "layer", "channel"),
@@ -134,26 +145,72 @@ def _quantise(cfg: Config, model, corpus, outliers: bool) -> tuple[list, dict]:
                        coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
 
 
-def _evaluate_all(cfg: Config, model, corpus, quant, weights: list[str], bar) -> tuple[np.ndarray, ...]:
+def _evaluate_all(cfg: Config, model, grid: torch.Tensor, rest: torch.Tensor | None, quant, weights: list[str],
+                  bar) -> tuple[np.ndarray, ...]:
     """Loss ``(variant, weights)``, SSD output error ``(variant, weights, layer)`` and loss per evaluation sequence
-    ``(variant, weights, eval_seq)`` of every variant."""
+    ``(variant, weights, eval_seq)`` of every variant: the error on the sequences ``grid`` (beside the float
+    model), the losses on ``grid`` followed by ``rest`` (no float reference pass; None: none)."""
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
-    V, W = len(M.VARIANTS), len(weights)
-    loss, err, per_seq = np.zeros((V, W)), np.zeros((V, W, len(quant))), np.zeros((V, W, len(corpus.eval)))
+    V, W, n = len(M.VARIANTS), len(weights), len(grid) + (0 if rest is None else len(rest))
+    loss, err, per_seq = np.zeros((V, W)), np.zeros((V, W, len(quant))), np.zeros((V, W, n))
     for i, variant in enumerate(M.VARIANTS):
         for j, w in enumerate(weights):
             seqs: list = []
-            loss[i, j], e = LM.evaluate(model, corpus.eval, quant, variant, w, per_sequence=seqs, **kw)
+            _, e = LM.evaluate(model, grid, quant, variant, w, per_sequence=seqs, **kw)
+            if rest is not None and len(rest):
+                LM.evaluate(model, rest, quant, variant, w, per_sequence=seqs, compare=False, **kw)
             err[i, j], per_seq[i, j] = e.numpy(), seqs
+            loss[i, j] = float(np.mean(seqs))  # every sequence has seq_len positions
             bar.update(1)
     return loss, err, per_seq
 
 
-def _evaluate_full(cfg: Config, model, corpus, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
-    """Loss ``(weights,)`` and SSD output error ``(weights, layer)`` of SSDi8 with the corrections ``full``."""
+def _evaluate_parts(cfg: Config, model, tokens: torch.Tensor, own, bar) -> np.ndarray:
+    """``(part, eval_seq)`` loss per sequence of SSDi8 at W8A8 (or the lowest weights run) with each part of
+    :data:`model.PER_TENSOR_PARTS` per tensor, on ``tokens`` (no float reference pass)."""
+    w = "w8a8" if "w8a8" in own[0].linears else next(iter(own[0].linears))
+    out = []
+    for keys in M.PER_TENSOR_PARTS.values():
+        quant = [replace(lq, scales=lq.scales.per_tensor(keys)) for lq in own]
+        seqs: list = []
+        LM.evaluate(model, tokens, quant, "ssdi8", w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
+                    per_sequence=seqs, compare=False)
+        out.append(seqs)
+        bar.update(1)
+    return np.array(out)
+
+
+#: the variants the headline compares on every seed (fp32: the W8A8 projections alone)
+CANDIDATES = ("fp32", "input_only", "input_group", "per_tensor", "ssdi8")
+
+
+def _headline_seeds(cfg: Config, corpus, tokens: torch.Tensor, first: np.ndarray, weights: list[str],
+                    bar) -> np.ndarray:
+    """``(seed, candidate, eval_seq)``: the first seed's losses ``first`` ``(candidate, eval_seq)``, then those of
+    the models trained from seeds ``cfg.seed + 1 ...``, each calibrated and corrected on its own activations."""
+    out = [first]
+    w = "w8a8" if "w8a8" in weights else weights[-1]
+    for k in range(1, cfg.n_seeds):
+        other = replace(cfg, seed=cfg.seed + k)
+        model = trained_model(other, corpus, progress=False).model
+        own, _ = _quantise(other, model, corpus, outliers=False)
+        rows = []
+        for v in CANDIDATES:
+            seqs: list = []
+            LM.evaluate(model, tokens, own, v, w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
+                        per_sequence=seqs, compare=False)
+            rows.append(seqs)
+        out.append(np.array(rows))
+        bar.update(1)
+    return np.stack(out)
+
+
+def _evaluate_full(cfg: Config, model, grid, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
+    """Loss ``(weights,)`` and SSD output error ``(weights, layer)`` of SSDi8 with the corrections ``full`` on the
+    sequences ``grid``."""
     loss, err = np.zeros(len(weights)), np.zeros((len(weights), len(full)))
     for j, w in enumerate(weights):
-        loss[j], e = LM.evaluate(model, corpus.eval, full, "ssdi8", w, chunk_size=cfg.chunk_size,
+        loss[j], e = LM.evaluate(model, grid, full, "ssdi8", w, chunk_size=cfg.chunk_size,
                                  decay_bits=cfg.decay_bits)
         err[j] = e.numpy()
         bar.update(1)
@@ -180,6 +237,7 @@ def _attrs(cfg: Config, trained, corpus, costs: dict, weights: list[str], twin_w
             "from_cache": int(trained.loaded), "correction_scale": cfg.correction_scale,
             "correction_weights": "w4a8" if "w4a8" in weights else weights[-1], "twin_weights": twin_w,
             "eval_chars": int(corpus.eval[:, 1:].numel()), "calib_chars": int(corpus.calib[:, 1:].numel()),
+            "n_eval": int(len(corpus.eval)), "n_eval_grid": cfg.n_eval_grid,
             "files_train": corpus.files["train"], "files_calib": corpus.files["calib"],
             "files_eval": corpus.files["eval"], "outlier_scale": cfg.outlier_scale,
             "outlier_channels": cfg.outlier_channels, "threads": cfg.threads,
@@ -204,19 +262,28 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         res = SCHEMA.new(variant=list(M.VARIANTS), weights=weights, layer=np.arange(len(quant)),
                          channel=np.arange(cfg.d_inner), eval_seq=np.arange(len(corpus.eval)),
                          chunk=np.arange(quant[0].amax["x"].shape[0]), op=list(OPS), impl=list(IMPLS),
+                         part=list(M.PER_TENSOR_PARTS), candidate=list(CANDIDATES),
+                         seed=[cfg.seed + k for k in range(cfg.n_seeds)],
                          path=["fp32", "int8"], step=np.arange(len(curve)),
                          context={"batch": sample.shape[0], "length": sample.shape[1], "threads": cfg.threads,
                                   "repeats": cfg.timing_repeats})
         V, W = len(M.VARIANTS), len(weights)
-        bar = tqdm(total=2 * V * W + W + 2, desc="quantised evaluations", disable=not progress, leave=False)
-        res["loss"], res["ssd_error"], _ = _evaluate_all(cfg, model, corpus, quant, weights, bar)
+        bar = tqdm(total=2 * V * W + W + 2 + len(M.PER_TENSOR_PARTS) + cfg.n_seeds - 1,
+                   desc="quantised evaluations", disable=not progress, leave=False)
+        on_grid, off_grid = grid_index(len(corpus.eval), cfg.n_eval_grid)
+        grid, rest = corpus.eval[on_grid], corpus.eval[off_grid]
+        res["loss"], res["ssd_error"], _ = _evaluate_all(cfg, model, grid, None, quant, weights, bar)
         own, _ = _quantise(cfg, model, corpus, outliers=False)
-        res["loss_own"], res["ssd_error_own"], res["seq_loss_own"] = _evaluate_all(cfg, model, corpus, own, weights,
-                                                                                   bar)
+        res["loss_own"], res["ssd_error_own"], res["seq_loss_own"] = _evaluate_all(cfg, model, grid, rest, own,
+                                                                                   weights, bar)
+        res["seq_loss_part"] = _evaluate_parts(cfg, model, torch.cat([grid, rest]), own, bar)
+        w_head = "w8a8" if "w8a8" in weights else weights[-1]
+        first = res["seq_loss_own"][...][[M.VARIANTS.index(v) for v in CANDIDATES], weights.index(w_head)]
+        res["seq_loss_seeds"] = _headline_seeds(cfg, corpus, torch.cat([grid, rest]), first, weights, bar)
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
         # coefficient 1: the whole calibration mean error
         res["loss_full_correction"], res["ssd_error_full_correction"] = _evaluate_full(
-            cfg, model, corpus, LM.with_corrections(quant, c_star), weights, bar)
+            cfg, model, grid, LM.with_corrections(quant, c_star), weights, bar)
         twin_w = "w8a8" if "w8a8" in weights else weights[-1]
         res["twin_difference"] = _twin_difference(cfg, model, quant, sample, twin_w)
         bar.update(1)

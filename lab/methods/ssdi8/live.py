@@ -23,7 +23,7 @@ from lab.core.runtime import threads
 from lab.methods.ssdi8 import lm as LM
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
-from lab.methods.ssdi8.train import Corpus, load_corpus, trained_model
+from lab.methods.ssdi8.train import Corpus, grid_index, load_corpus, trained_model
 
 __all__ = ["AXES", "TENSORS", "Prepared", "activations", "config", "prepare", "prepared", "quant_table"]
 
@@ -92,11 +92,12 @@ def quant_table(profile: str | Config) -> xr.Dataset:
 def _quant_table(cfg: Config) -> xr.Dataset:
     p = prepared(cfg)
     weights = [w for w in LM.WEIGHTS if w in ("fp32", *p.quant[0].linears)]
+    grid = p.corpus.eval[grid_index(len(p.corpus.eval), cfg.n_eval_grid)[0]]  # the run's injected-outlier sequences
     loss, err = np.zeros((len(M.VARIANTS), len(weights))), np.zeros((len(M.VARIANTS), len(weights)))
     with threads(cfg.threads):
         for i, v in enumerate(M.VARIANTS):
             for j, w in enumerate(weights):
-                loss[i, j], e = LM.evaluate(p.model, p.corpus.eval, p.quant, v, w, chunk_size=cfg.chunk_size,
+                loss[i, j], e = LM.evaluate(p.model, grid, p.quant, v, w, chunk_size=cfg.chunk_size,
                                             decay_bits=cfg.decay_bits)
                 err[i, j] = float(e.mean())
     dims = ("variant", "weights")

@@ -218,12 +218,13 @@ def quantise(model: CausalLM, calib: torch.Tensor, *, outlier_channels: int, out
 
 @torch.no_grad()
 def evaluate(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], variant: str, weights: str, *,
-             chunk_size: int, decay_bits: int = 7, backend: str = "int",
-             per_sequence: list | None = None) -> tuple[float, torch.Tensor]:
+             chunk_size: int, decay_bits: int = 7, backend: str = "int", per_sequence: list | None = None,
+             compare: bool = True) -> tuple[float, torch.Tensor | None]:
     """Next-character loss (nats, mean over positions) on ``tokens`` ``(n, L + 1)`` and the relative SSD output
-    error per layer ``(n_layers,)`` against the float model; ``per_sequence``, if a list, is extended by each
-    sequence's mean loss (the paired evaluation noise between variants)."""
-    rec = Recorder(len(quant), compare=True)
+    error per layer ``(n_layers,)`` against the float model (None without ``compare``, which skips the float
+    model's reference pass); ``per_sequence``, if a list, is extended by each sequence's mean loss (the paired
+    evaluation noise between variants)."""
+    rec = Recorder(len(quant), compare=True) if compare else None
     total, count = 0.0, 0
     for seq in _batches(tokens):
         logits = forward(model, seq[:, :-1], quant, variant, weights, chunk_size=chunk_size, decay_bits=decay_bits,
@@ -233,4 +234,4 @@ def evaluate(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], var
         count += seq[:, 1:].numel()
         if per_sequence is not None:
             per_sequence.extend(ce.reshape(len(seq), -1).mean(1).tolist())
-    return total / count, rec.rel_error
+    return total / count, (rec.rel_error if rec is not None else None)

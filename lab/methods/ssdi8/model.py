@@ -31,8 +31,8 @@ import kernels
 from kernels.ssd import ssd_bmm, ssd_chunk_cumsum, ssd_chunk_state, ssd_state_passing
 from lab.methods.ssdi8.quant import amax, dequantize, fake_quant, qmatmul, quantize, scale_of
 
-__all__ = ["INPUT_ONLY", "VARIANTS", "SSDScales", "chunked", "observe", "outlier_vector", "quant_state_passing",
-           "ssd_int8", "ssd_variant"]
+__all__ = ["INPUT_ONLY", "PER_TENSOR_PARTS", "VARIANTS", "SSDScales", "chunked", "observe", "outlier_vector",
+           "quant_state_passing", "ssd_int8", "ssd_variant"]
 
 VARIANTS = ("fp32", "input_only", "input_group", "per_tensor", "axis_aware", "ssdi8", "shuffled")
 #: the input-only quantisers (prior work): the SSD's inputs quantised once, everything after them in float
@@ -63,9 +63,15 @@ class SSDScales:
     def from_amax(cls, a: dict[str, torch.Tensor]) -> SSDScales:
         return cls(**{k: scale_of(a[k]) for k in ("x", "xs", "B", "C", "CB", "states")})
 
-    def per_tensor(self) -> SSDScales:
-        """The same shapes, each filled with its largest value: one scale per tensor."""
-        return SSDScales(**{k: torch.full_like(v, float(v.max())) for k, v in vars(self).items()})
+    def per_tensor(self, only: tuple[str, ...] | None = None) -> SSDScales:
+        """The same shapes, each filled with its largest value: one scale per tensor (only for the fields
+        ``only``, the others kept, when given)."""
+        return SSDScales(**{k: torch.full_like(v, float(v.max())) if only is None or k in only else v
+                            for k, v in vars(self).items()})
+
+
+#: the parts of the INT8 SSD whose scales :func:`experiment.run` sets per tensor one at a time (inside SSDi8)
+PER_TENSOR_PARTS = {"B_C": ("B", "C"), "x": ("x", "xs"), "CB": ("CB",), "states": ("states",)}
 
 
 def chunked(t: torch.Tensor, q: int) -> torch.Tensor:

@@ -192,12 +192,31 @@ def _own_paragraph(ds: xr.Dataset) -> str:
             f"{own('ssdi8', 'w8a8'):+.3f}% (the W8A8 projections alone {own('fp32', 'w8a8'):+.3f}%; the paired "
             f"standard error over the {seq.sizes['eval_seq']} evaluation sequences is about {se:.2f}%). One scale "
             f"per tensor lies {z:.1f} standard errors above the strongest input-only quantiser ({base}): "
-            + ("the loss cannot tell the INT8 SSD's scales apart at this scale, so the headline does not "
-               "discriminate. " if z < 2 else "the loss tells the scales apart. ")
+            + ("the loss cannot tell the INT8 SSD's scales apart over this many sequences, so the headline does "
+               "not discriminate. " if z < 2 else
+               f"the loss tells the scales apart ({100 * np.expm1(float(pt.mean())):+.3f}% perplexity). ")
             + f"The SSD output error (float projections): per tensor {e['per_tensor']:.2e}, SSDi8 "
             f"{e['ssdi8']:.2e}, input-only per tensor {e['input_only']:.2e}, per channel and group "
             f"{e['input_group']:.2e} (which keeps everything after the SSD's inputs in float). The regime where "
-            "the scales matter for the loss is that of the injected outliers above.")
+            "the scales matter most for the loss is that of the injected outliers above." + _seeds_sentence(ds))
+
+
+def _seeds_sentence(ds: xr.Dataset) -> str:
+    """The headline's paired differences on every trained model, in standard errors."""
+    if "seq_loss_seeds" not in ds:
+        return ""
+    parts, above = [], {"ssdi8": 0, "per_tensor": 0}
+    for seed in ds.seed.values:
+        seq = ds.seq_loss_seeds.sel(seed=seed)
+        base = min(("input_only", "input_group"), key=lambda v: float(seq.sel(candidate=v).mean()))
+        z = {v: seq.sel(candidate=v).values - seq.sel(candidate=base).values for v in ("ssdi8", "per_tensor")}
+        z = {v: float(d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))) for v, d in z.items()}
+        parts.append(f"seed {int(seed)}: SSDi8 {z['ssdi8']:+.1f}, per tensor {z['per_tensor']:+.1f}")
+        above = {v: above[v] + (z[v] >= 2) for v in above}
+    n = ds.sizes["seed"]
+    return (" Over the trained models (standard errors above the strongest input-only quantiser of each): "
+            + "; ".join(parts) + f". SSDi8 lies 2 standard errors above on {above['ssdi8']} of {n} models, one "
+            f"scale per tensor on {above['per_tensor']} of {n}.")
 
 
 def discussion(ds: xr.Dataset) -> str:
@@ -213,8 +232,10 @@ def discussion(ds: xr.Dataset) -> str:
         f"- **Model.** {ds.sizes['layer']} Mamba-2 layers trained to {ds.attrs['train_final_loss']:.3f} nats/char "
         f"(last tenth of training; {ds.attrs['train_time_s']:.0f} s when trained"
         f"{', loaded from the cache' if ds.attrs['from_cache'] else ''}); evaluation on "
-        f"{ds.attrs['eval_chars']} characters of {ds.attrs['files_eval']} held-out files: {fp:.4f} nats/char, "
-        f"calibration on {ds.attrs['calib_chars']} characters of other files.",
+        f"{ds.attrs['eval_chars']} characters ({ds.sizes.get('eval_seq', 0)} sequences) of "
+        f"{ds.attrs['files_eval']} held-out files, the injected outliers and the SSD errors on "
+        f"{ds.attrs.get('n_eval_grid', ds.sizes.get('eval_seq', 0))} of those sequences (float model {fp:.4f} "
+        f"nats/char there), calibration on {ds.attrs['calib_chars']} characters of other files.",
         f"- **The SSD in INT8** (projections in float): axis-aware scales with the correction change the loss by "
         f"{rise('ssdi8', 'fp32'):+.3f}%, one scale per tensor by {rise('per_tensor', 'fp32'):+.2f}%, Quamba-style "
         f"input-only quantisation by {rise('input_only', 'fp32'):+.2f}%. The injected outlier channels "

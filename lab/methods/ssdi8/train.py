@@ -28,7 +28,7 @@ from lab.core.train import fit, seed_everything
 from lab.methods.ssdi8.config import Config
 
 __all__ = ["CORPUS_VERSION", "VOCAB", "WEIGHTS_VERSION", "Corpus", "build_model", "corpus_files", "encode",
-           "count_model_losses", "load_corpus", "lm_loss", "trained_model"]
+           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "trained_model"]
 
 #: bump when the corpus or the training changes for an unchanged config (invalidates the caches)
 CORPUS_VERSION = 1
@@ -91,6 +91,15 @@ def _windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
     """``n`` evenly spaced, non-overlapping windows of ``length`` from ``stream``."""
     starts = np.linspace(0, len(stream) - length, n).astype(np.int64)
     return np.stack([stream[s: s + length] for s in starts])
+
+
+def grid_index(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of ``n_grid`` evenly spaced rows of ``n`` (first and last included) and of the other rows, both
+    ascending: the evaluation sequences of the whole grid of settings and the rest."""
+    if not 1 <= n_grid <= n:
+        raise ValueError(f"n_grid={n_grid} must lie in [1, {n}]")
+    grid = np.unique(np.linspace(0, n - 1, n_grid).round().astype(np.int64))
+    return grid, np.setdiff1d(np.arange(n), grid)
 
 
 def load_corpus(cfg: Config) -> Corpus:

@@ -303,3 +303,47 @@ def test_width_search_leaves_the_generator_alone():
     after = torch.rand(3)
     torch.manual_seed(5)
     torch.testing.assert_close(torch.rand(3), after)
+
+
+def test_mixed_lengths_cut_state_batches_to_prefixes_and_key_the_weights():
+    """The mixed-length regime: state-task batches are prefixes (start token kept) of one length from the multiples of
+    chunk in [min_train_length, train_length]; MQAR and the other models train at train_length; the regime and each
+    model's steps are in the weights' key."""
+    from lab.methods.psm.experiment import _splits
+    from lab.methods.psm.train import _sampler, mixed_lengths, regime, training_key, training_steps
+
+    cfg = Config.from_profile("ci", train_length=8, chunk=2, min_train_length=3, transformer_steps=7)
+    state, recall = _splits(cfg, "state")["train"], _splits(cfg, "recall")["train"]
+    assert mixed_lengths(cfg, state, "psm") == (4, 6, 8)
+    assert mixed_lengths(cfg, state, "transformer") is None and mixed_lengths(cfg, recall, "psm") is None
+    x, y = state.tensors()
+    sample = _sampler(x, y, (4, 6, 8), 5, seed=1, start=1)
+    seen = set()
+    for step in range(30):
+        bx, by = sample(step)
+        seen.add(bx.shape[1] - 1)
+        assert bx.shape == by.shape and bx.shape[0] == 5
+        rows = [int(np.flatnonzero((x[:, : bx.shape[1]] == r).all(1))[0]) for r in bx]  # each row a training prefix
+        torch.testing.assert_close(by, y[rows, : bx.shape[1]])
+    assert seen == {4, 6, 8}
+    torch.testing.assert_close(_sampler(x, y, (4, 6, 8), 5, 1, 1)(0), _sampler(x, y, (4, 6, 8), 5, 1, 1)(0))
+    assert training_steps(cfg, "transformer") == 7 and training_steps(cfg, "psm") == cfg.steps
+    assert training_steps(dataclasses.replace(cfg, transformer_steps=0), "transformer") == cfg.steps
+    assert "lengths 4-8" in regime(cfg, state, "psm") and "length 8, 7 steps" in regime(cfg, state, "transformer")
+    key = training_key(cfg, state, "psm", 0)
+    assert key["mixed_lengths"] == [4, 6, 8]
+    assert training_key(dataclasses.replace(cfg, min_train_length=6), state, "psm", 0) != key
+    assert "mixed_lengths" not in training_key(cfg, recall, "psm", 0)
+    assert training_key(cfg, state, "transformer", 0)["steps"] == 7
+    assert training_key(cfg, recall, "transformer", 0)["steps"] == cfg.steps
+    with pytest.raises(ConfigError, match="min_train_length"):
+        Config(min_train_length=32)
+
+
+@torch.no_grad()
+def test_a_prefix_gives_the_same_outputs_as_the_whole_sequence():
+    """Why a cut batch is a shorter sequence of the task: the PSM's outputs at the first t tokens never read later
+    chunks (the static tree's prefixes), so a mixed-length batch only reweights the positions of the loss."""
+    model, x = _psm(chunk=2), torch.randint(0, 7, (3, 16))
+    for length in (2, 6, 10):
+        torch.testing.assert_close(model(x[:, :length]), model(x)[:, :length])

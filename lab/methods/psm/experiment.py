@@ -14,7 +14,7 @@ from lab.core.transformer import n_params
 from lab.methods.psm.config import Config
 from lab.methods.psm.live import counter_trace
 from lab.methods.psm.model import BRACKETINGS
-from lab.methods.psm.train import accuracy_by_position, trained_model, widths
+from lab.methods.psm.train import accuracy_by_position, regime, trained_model, training_steps, widths
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -37,7 +37,8 @@ SCHEMA = Schema(
     Var("blind_accuracy_beyond", ("task", "seed", "factor"),
         "the state-blind Transformer-PSM (the control): accuracy over the labelled positions past the training "
         "length (NaN at factor 1)", "%"),
-    Var("train_loss", (*_RUN, "step"), "training loss (cross-entropy per labelled token)", "nat"),
+    Var("train_loss", (*_RUN, "step"), "training loss (cross-entropy per labelled token; a mixed-length batch is "
+        "one length)", "nat", missing="a model with fewer steps than the longest stops early: NaN after its end"),
     Var("train_time", _RUN, "training wall time when trained (cached weights keep the first run's)", "s"),
     Var("n_params", ("task", "model"), "trainable parameters", "parameters", dtype=int),
     Var("width", ("task", "model"), "d_model chosen to match the Transformer-PSM's parameter count", "features",
@@ -152,9 +153,11 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     models, seeds = list(cfg.models), cfg.seeds
     psms = [m for m in models if m.startswith("psm")]
     res = SCHEMA.new(task=list(TASK_KINDS), model=models, seed=list(seeds), factor=list(cfg.test_factors),
-                     position=np.arange(max(cfg.test_lengths)), step=np.arange(1, cfg.steps + 1), psm=psms,
+                     position=np.arange(max(cfg.test_lengths)),
+                     step=np.arange(1, max(training_steps(cfg, m, k) for m in models for k in TASK_KINDS) + 1),
+                     psm=psms,
                      bracketing=list(BRACKETINGS), n_chunks=list(cfg.stream_chunks))
-    names = {}
+    names, regimes = {}, {}
     bar = tqdm(total=len(TASK_KINDS) * len(models) * len(seeds), desc="PSM runs", disable=not progress)
     with threads(cfg.threads):
         for t, kind in enumerate(TASK_KINDS):
@@ -162,11 +165,13 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             train = splits["train"]
             names[kind] = train.name
             w = widths(cfg, train.vocab_size, train.n_classes)
+            regimes[kind] = "; ".join(f"{name}: {regime(cfg, train, name)}" for name in models)
             for m, name in enumerate(models):
                 for s, seed in enumerate(seeds):
                     bar.set_postfix(task=train.name, model=name, seed=seed)
                     out = trained_model(cfg, train, name, seed, progress=False)
-                    res["train_loss"][t, m, s] = out.curves["loss"]
+                    loss = out.curves["loss"]
+                    res["train_loss"][t, m, s, : len(loss)] = loss
                     res["train_time"][t, m, s] = out.meta.get("train_time_s", np.nan)
                     res["n_params"][t, m], res["width"][t, m] = n_params(out.model), w[name]
                     pos, blind_pos = _positions(cfg, out.model, splits, blind=name == "psm")
@@ -177,6 +182,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                     bar.update(1)
     bar.close()
     ds = res.build(attrs={"state_task": names["state"], "recall_task": names["recall"],
-                          "train_length": cfg.train_length, "chunk": cfg.chunk, "n_test": cfg.n_test})
+                          "train_length": cfg.train_length, "chunk": cfg.chunk, "n_test": cfg.n_test,
+                          "state_regime": regimes["state"], "recall_regime": regimes["recall"]})
     trace = counter_trace(cfg.trace_chunks)  # declared in live.py, where the dashboard draws it too
     return ds.assign({f"trace_{k}": trace[k] for k in trace.data_vars})

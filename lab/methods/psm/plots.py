@@ -165,7 +165,8 @@ def discussion(ds: xr.Dataset) -> str:
             parts.append(f"{MODEL_STYLE[str(model)]['label']} {_mean(one)} / {_mean(four)}")
         lines.append(f"- **{ds.attrs[f'{task}_task']}** (accuracy % at the training length / past it at 4x, mean "
                      f"over {ds.sizes['seed']} seed(s), range): " + "; ".join(parts) + ". State-blind PSM at the "
-                     f"training length: {_mean(ds.blind_accuracy.sel(task=task, factor=1))}.")
+                     f"training length: {_mean(ds.blind_accuracy.sel(task=task, factor=1))}."
+                     + (f" Trained: {ds.attrs[f'{task}_regime']}." if f"{task}_regime" in ds.attrs else ""))
     counts = ds.n_params.sel(task="state")
     widths = ds.width.sel(task="state")
     lines.append("- **Sizes** (trainable parameters, state task): " + ", ".join(

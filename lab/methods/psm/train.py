@@ -25,7 +25,8 @@ from lab.datasets.tokens import IGNORE, TokenTask
 from lab.methods.psm.config import Config
 from lab.methods.psm.model import PSM
 
-__all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "build", "token_loss", "trained_model", "widths"]
+__all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "build", "mixed_lengths", "regime", "token_loss",
+           "trained_model", "training_steps", "widths"]
 
 #: bump when training changes for an unchanged config (invalidates cached weights)
 WEIGHTS_VERSION = 2
@@ -94,13 +95,51 @@ def token_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> to
     return F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=IGNORE)
 
 
+def mixed_lengths(cfg: Config, task: TokenTask, name: str) -> tuple[int, ...] | None:
+    """The training lengths of the mixed-length regime (multiples of chunk in [min_train_length, train_length]) when
+    ``name`` trains that way on ``task`` (``cfg.mixed_models``, state-tracking tasks only), else None (fixed)."""
+    if name not in cfg.mixed_models or task.name == "mqar":
+        return None
+    c = cfg.chunk
+    return tuple(range(-(-cfg.min_train_length // c) * c, cfg.train_length + 1, c))
+
+
+def training_steps(cfg: Config, name: str, task: str = "state") -> int:
+    """Optimiser steps of ``name`` on ``task`` (a task name or kind): ``transformer_steps`` for the causal transformer
+    on the state task when set, else ``steps``."""
+    state = task not in ("mqar", "recall")
+    return cfg.transformer_steps if name == "transformer" and state and cfg.transformer_steps else cfg.steps
+
+
+def regime(cfg: Config, task: TokenTask, name: str) -> str:
+    """A model's training regime in words (lengths and steps)."""
+    lengths = mixed_lengths(cfg, task, name)
+    where = (f"lengths {lengths[0]}-{lengths[-1]} (one per batch)" if lengths else f"length {cfg.train_length}")
+    return f"{where}, {training_steps(cfg, name, task.name)} steps"
+
+
 def training_key(cfg: Config, task: TokenTask, name: str, seed: int) -> dict:
     """Everything that determines a model's trained weights (the cache key)."""
-    fields = ("train_length", "n_train", "chunk", "d_model", "n_heads", "psm_layers", "baseline_layers", "steps",
+    fields = ("train_length", "n_train", "chunk", "d_model", "n_heads", "psm_layers", "baseline_layers",
               "batch_size", "lr")
-    return {**{f: getattr(cfg, f) for f in fields}, "task": task.name, "options": task.options, "model": name,
-            "vocab": task.vocab_size, "length": task.length,
-            "seed": seed, "models": sorted(cfg.models), "version": WEIGHTS_VERSION}
+    key = {**{f: getattr(cfg, f) for f in fields}, "steps": training_steps(cfg, name, task.name), "task": task.name,
+           "options": task.options, "model": name, "vocab": task.vocab_size, "length": task.length,
+           "seed": seed, "models": sorted(cfg.models), "version": WEIGHTS_VERSION}
+    lengths = mixed_lengths(cfg, task, name)
+    return key if lengths is None else {**key, "mixed_lengths": list(lengths)}
+
+
+def _sampler(x: torch.Tensor, y: torch.Tensor, lengths: tuple[int, ...], batch_size: int, seed: int, start: int):
+    """``sample(step) -> (x, y)``: ``batch_size`` training sequences drawn with replacement, cut to one length drawn
+    uniformly from ``lengths`` (plus the ``start`` token columns), by a generator seeded with ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def sample(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
+        idx = torch.randint(len(x), (batch_size,), generator=gen)
+        return x[idx, : start + length], y[idx, : start + length]
+
+    return sample
 
 
 def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progress: bool = False) -> Trained:
@@ -110,11 +149,14 @@ def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progres
         :class:`lab.cache.Trained` with ``curves["loss"]`` and ``meta["train_time_s"]``.
     """
     x, y = task.tensors()
+    lengths = mixed_lengths(cfg, task, name)
+    data = (x, y) if lengths is None else (_sampler(x, y, lengths, cfg.batch_size, seed,
+                                                    int(task.options.get("start_token", False))),)
 
     def train(model):
-        res = fit(model, x, y, loss=token_loss, steps=cfg.steps, epochs=None, batch_size=cfg.batch_size,
-                  lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress, desc=f"{name} {task.name} ({seed})",
-                  device=cfg.device)
+        res = fit(model, *data, loss=token_loss, steps=training_steps(cfg, name, task.name), epochs=None,
+                  batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress,
+                  desc=f"{name} {task.name} ({seed})", device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
 
     d = widths(cfg, task.vocab_size, task.n_classes)[name]  # before seeding: the search builds models

@@ -16,9 +16,10 @@ is not bounded by the context.
     (â_n, M~_{n+1}) = Transformer([M_n; S_n; M_n])          causal; M~_{n+1}: the outputs at the suffix
     M_{n+1} = MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))       the Memory Retention Valve (MRV), official code
 
-``M_0`` is learned. Training: cross-entropy of the oracle's actions over whole trajectories. The official trainer
-detaches the memory between segments (so the write path and the valve get no gradient; only reading the memory is
-learned); ``rate_bptt``, the same model with the memory back-propagated through the segments, is run beside it.
+``M_0`` is learned. Training: cross-entropy of the oracle's actions over whole trajectories, the memory carried with
+its gradient through every segment, as the paper describes. The official trainer detaches the memory between
+segments (so the write path and the valve get no gradient; only reading the memory is learned): ``rate_detached``,
+the same model trained so, is run beside it.
 ``valve_form='lab'`` gives the valve this lab built first, ``FFN(MultiHead(...))`` with three LayerNorms. The
 ablation passes ``M~_{n+1}`` straight on as ``M_{n+1}``.
 
@@ -28,8 +29,8 @@ rollouts), :mod:`.minigrid` (MiniGrid-Memory from the ``minigrid`` package with 
 (RATE with and without the valve, with and without the detach, Decision Transformers with a short and a
 long context, a GRU), :mod:`.train` (equal budgets, cached weights), :mod:`.experiment` (``run``), :mod:`.claims`,
 :mod:`.plots`, :mod:`.live` (the ``agents`` dashboard); notebook ``19_rate.ipynb``. Scale: K = 10, N = 3
-(T_train = 30), a 2-layer d = 64 transformer, tests up to 300 steps at ``quick`` (the brief's CPU plan), not the
-paper's 9600.
+(T_train = 30), a 2-layer d = 64 transformer, tests up to 3000 steps (100 x T_train) at ``quick``; the paper trains
+on corridors up to 900 and tests up to 9600.
 """
 
 from lab.registry import Method

@@ -3,16 +3,17 @@ corridor length; every claim states its statistic (the mean over seeds; the tabl
 
 The lengths a claim reads come from the Dataset's attrs: K (``segment_length``, the short DT's context),
 T_train = K x N (``train_max``, the longest training corridor) and the longest test corridor (at least 10 x
-T_train, checked by the Config).
+T_train, checked by the Config; 100 x at quick).
 
-RATE is the official code's form by default (the valve over ReLU(M~), memory detached between segments); the variant
-``rate_bptt`` (the same valve, memory back-propagated through every segment) measures what the detach changes. RATE's
-own claims compare it with the strongest baseline of the run: per seed, the best of the short DT, the long DT and the
-GRU at the same length. The ablation without the valve is read by turn accuracy (the share of the episodes that
-reached the junction and turned which turned into the clue's arm): forgetting, not getting lost in the corridor.
-Every learned control is checked for competence in the same run, where it sees
-everything it needs: the short DT at a corridor of K steps, the long DT, the GRU and RATE at T_train (all inside
-the training set).
+RATE has the official code's valve (over ReLU(M~)) and its memory back-propagated through every segment, as the
+paper describes it; the variant ``rate_detached`` (the same valve, the memory detached between segments as the
+official trainer does) measures what the detach changes. RATE's own claims compare it with the strongest baseline of
+the run: per seed, the best of the short DT, the long DT and the GRU at the same length, among those tested there
+(the DTs are not tested beyond 10 x T_train, where their context holds the clue at no step near the turn). The
+ablation without the valve is read by turn accuracy (the share of the episodes that reached the junction and turned
+which turned into the clue's arm): forgetting, not getting lost in the corridor. Every learned control is checked for
+competence in the same run, where it sees everything it needs: the short DT at a corridor of K steps, the long DT,
+the GRU and RATE at T_train (all inside the training set).
 """
 
 from __future__ import annotations
@@ -74,17 +75,23 @@ def _turn_accuracy_at(variant: str, where: str):
 
 
 def _strongest(where: str):
-    """Per seed: the best success of any baseline of :data:`BASELINES` at one corridor length (the strongest
-    baseline of the run on the same measure); the statistic is the mean over seeds."""
+    """Per seed: the best success of any baseline of :data:`BASELINES` tested at one corridor length (the strongest
+    baseline of the run on the same measure; those not tested there are named); the statistic is the mean over
+    seeds."""
 
     def measure(ds: xr.Dataset) -> Measurement:
         length = _length(ds, where)
         each = ds.success.sel(variant=list(BASELINES), length=length).transpose("seed", "variant")
+        tested = [v for v in BASELINES if bool(np.isfinite(each.sel(variant=v)).all())]
+        each = each.sel(variant=tested)
         best = each.max("variant").values
-        winners = [BASELINES[int(i)] for i in each.argmax("variant").values]
-        means = ", ".join(f"{v} {float(each.sel(variant=v).mean()):.0f}%" for v in BASELINES)
+        winners = [tested[int(i)] for i in each.argmax("variant").values]
+        means = ", ".join(f"{v} {float(each.sel(variant=v).mean()):.0f}%" for v in tested)
+        untested = [v for v in BASELINES if v not in tested]
+        skipped = (f"; {', '.join(untested)} not tested at this length (beyond 10 x T_train: their context never "
+                   "holds the clue near the turn)" if untested else "")
         return over_seeds(best, "mean", f"strongest baseline per seed at {length} steps: {', '.join(winners)} "
-                                        f"(means over seeds: {means})")
+                                        f"(means over seeds: {means}){skipped}")
 
     return measure
 
@@ -97,9 +104,14 @@ def _competent(variants, bar: float, source: str, where: str | None = None) -> t
                             ">=", bar, source, "%") for v in variants)
 
 
+def _tested(variant: str, ds: xr.Dataset) -> list[int]:
+    """The corridor lengths on which ``variant`` was tested (on every seed)."""
+    return [int(L) for L in ds.length.values if bool(np.isfinite(ds.success.sel(variant=variant, length=L)).all())]
+
+
 def _beyond_context(ds: xr.Dataset) -> list[int]:
-    """The corridor lengths longer than K (the clue out of a short DT's context)."""
-    return [int(L) for L in ds.length.values if L > int(ds.attrs["segment_length"])]
+    """The corridor lengths longer than K (the clue out of a short DT's context) on which the short DT was tested."""
+    return [L for L in _tested("dt_short", ds) if L > int(ds.attrs["segment_length"])]
 
 
 def _minigrid(ds: xr.Dataset) -> Measurement:
@@ -136,19 +148,19 @@ CLAIMS = [
     ),
     Claim(
         name="rate_far_beyond_training",
-        statement="RATE keeps succeeding on T-Mazes at least 10x longer than any seen in training, its memory "
-                  "carried through every segment, and the strongest baseline of the run does not (mean success over "
-                  "seeds)",
+        statement="RATE, its memory carried with its gradient through every segment as the paper describes, keeps "
+                  "succeeding on the longest T-Maze (at least 10x, at quick 100x, longer than any seen in training), "
+                  "and the strongest baseline of the run does not (mean success over seeds)",
         source="paper, T-Maze figure: 100% up to 9600 steps when trained on corridors up to 900",
         measure=_success_at("rate", "longest"),
         op=">=",
         threshold=80.0,
-        threshold_source="the lab's pass rule: RATE >= 80% at 10 x T_train",
+        threshold_source="the lab's pass rule: RATE >= 80% at 10 x T_train or beyond",
         unit="%",
         control=_strongest("longest"),
-        control_label="the strongest baseline per seed at the same length: the best of the short DT (context K), the "
-                      "long DT (context T_train) and the GRU (unbounded memory); when it passes too, RATE does not "
-                      "beat it",
+        control_label="the strongest baseline per seed at the same length: the best of the GRU (unbounded memory) "
+                      "and, where tested (up to 10 x T_train), the short DT (context K) and the long DT (context "
+                      "T_train); when it passes too, RATE does not beat it",
         competence=_competent(BASELINES, 80.0, _SUCCESS),
         headline=True,
     ),
@@ -186,12 +198,13 @@ CLAIMS = [
     Claim(
         name="detached_memory_against_backprop",
         statement="RATE with its memory detached between segments, as the official trainer does (the write path and "
-                  "the valve learn nothing), minus the same RATE with the memory back-propagated through every "
-                  "segment: success on the longest corridor, in points (mean over seeds)",
+                  "the valve learn nothing), minus RATE with the memory back-propagated through every segment (as "
+                  "the paper describes): success on the longest corridor, in points (mean over seeds)",
         source="official code: mem_tokens.detach() before every segment (src/trainer.py); issue 38: its effect "
                "measured",
-        measure=difference(Pick("success", "rate", unit="%", sel={"variant": "rate", "length": _longest}),
-                           Pick("success", "rate_bptt", unit="%", sel={"variant": "rate_bptt", "length": _longest}),
+        measure=difference(Pick("success", "rate_detached", unit="%",
+                                sel={"variant": "rate_detached", "length": _longest}),
+                           Pick("success", "rate", unit="%", sel={"variant": "rate", "length": _longest}),
                            what="at the longest corridor"),
         op=">=",
         threshold=0.0,
@@ -202,9 +215,11 @@ CLAIMS = [
     ),
     Claim(
         name="dt_long_context_beyond_training",
-        statement="A DT whose context covers a whole training episode (K x N steps), on the longest corridor",
+        statement="A DT whose context covers a whole training episode (K x N steps), on the longest corridor it is "
+                  "tested on (10 x T_train)",
         source="paper: DT with a long context as a baseline; no number at our lengths",
-        measure=_success_at("dt_long", "longest"),
+        measure=value(Pick("success", "dt_long at the longest corridor it is tested on", unit="%",
+                           sel={"variant": "dt_long", "length": lambda ds: max(_tested("dt_long", ds))})),
         op=">=",
         threshold=80.0,
         threshold_source="shown beside RATE's bar (80%), no verdict",

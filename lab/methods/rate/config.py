@@ -10,15 +10,18 @@ from lab.config import BaseConfig, Choices, Each, Range, bad_value
 from lab.core.fields import Rate, Seeds, WeightDecay
 from lab.core.runtime import RuntimeConfig
 
-#: the agents: RATE (its valve and gradient as ``valve_form`` and ``detach_memory`` say: the official code's by
-#: default), RATE without the Memory Retention Valve (write-memory passed straight), RATE with the same valve and its
-#: memory back-propagated through every segment (``rate_bptt``: what the official trainer's detach changes),
-#: Decision Transformers with a short context (one segment, K steps) and a long one (the whole training episode), GRU
-#: behaviour cloning
-VARIANTS = ("rate", "rate_no_valve", "rate_bptt", "dt_short", "dt_long", "gru")
+#: the agents: RATE (its valve as ``valve_form`` says, its memory back-propagated through every segment as the paper
+#: describes unless ``detach_memory``), RATE without the Memory Retention Valve (write-memory passed straight), RATE
+#: with the same valve and its memory detached between segments as the official trainer does (``rate_detached``: what
+#: the detach changes), Decision Transformers with a short context (one segment, K steps) and a long one (the whole
+#: training episode), GRU behaviour cloning
+VARIANTS = ("rate", "rate_no_valve", "rate_detached", "dt_short", "dt_long", "gru")
+#: the Decision Transformers: tested on corridors up to LENGTH_FACTOR x T_train only (``Config.episodes``)
+DTS = ("dt_short", "dt_long")
 #: environments: the T-Maze written here (numpy) and minigrid's Memory task
 ENVS = ("tmaze", "minigrid")
-#: the paper's "far longer than seen in training" (the lab's plan: RATE >= 80% at 10x the training length)
+#: the paper's "far longer than seen in training" (the lab's plan: RATE >= 80% at 10x the training length or more);
+#: corridors longer than this factor x T_train are "far": fewer test episodes (``n_eval_far``), no DT
 LENGTH_FACTOR = 10
 
 
@@ -29,12 +32,12 @@ class Config(RuntimeConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(segment_length=4, n_segments=2, eval_lengths=(4, 8, 80), n_memory=2, d_model=16, n_layers=1,
-                   steps=12, batch_size=8, n_train=4, n_eval=8, n_seeds=2, envs=("tmaze", "minigrid"),
+                   steps=80, batch_size=8, n_train=4, n_eval=8, n_seeds=2, envs=("tmaze", "minigrid"),
                    minigrid_steps=4, minigrid_episodes=4, minigrid_eval=2),
         "quick": {},
-        "full": dict(segment_length=30, n_segments=3, eval_lengths=(30, 90, 300, 900, 2700), steps=3000,
-                     n_eval=200, n_seeds=5, envs=("tmaze", "minigrid"), minigrid_size=13, minigrid_steps=3000,
-                     minigrid_episodes=1000, minigrid_eval=100),
+        "full": dict(segment_length=30, n_segments=3, eval_lengths=(30, 90, 300, 900, 9000), steps=3000,
+                     n_eval=200, n_eval_far=100, n_seeds=5, envs=("tmaze", "minigrid"), minigrid_size=13,
+                     minigrid_steps=3000, minigrid_episodes=1000, minigrid_eval=100),
     }
 
     envs: Annotated[tuple[str, ...], Choices(*ENVS), Each(unique=True)] = ("tmaze",)
@@ -45,16 +48,17 @@ class Config(RuntimeConfig, BaseConfig):
     n_segments: Annotated[int, Range(1, 100)] = 3
     """N: segments of the longest training episode; training corridors have 2 to K x N steps (T_train = K x N, the
     long DT's context)."""
-    eval_lengths: Annotated[tuple[int, ...], Range(2, 100_000), Each(increasing=True)] = (10, 30, 90, 300)
+    eval_lengths: Annotated[tuple[int, ...], Range(2, 100_000), Each(increasing=True)] = (10, 30, 90, 300, 3000)
     """Corridor lengths of the closed-loop tests (each >= 2). The claims read K (the clue inside the short DT's
-    context), T_train and the longest (at least 10 x T_train)."""
+    context), T_train and the longest (at least 10 x T_train; quick's is 100 x, where a GRU's state has lost the
+    clue and RATE's memory has not)."""
     valve_form: Annotated[str, Choices("official", "lab")] = "official"
     """RATE's Memory Retention Valve: 'official', the official code's MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))
     (projections only), or 'lab', FFN(MultiHead(...)) with three LayerNorms (the form this lab built first)."""
-    detach_memory: bool = True
-    """Detach the memory between segments in training, as the official trainer does (each segment learns from its
-    own actions only; the write path and the valve get no gradient); False back-propagates through every segment
-    (as rate_bptt always does)."""
+    detach_memory: bool = False
+    """Detach the memory of rate and rate_no_valve between segments in training, as the official trainer does (each
+    segment learns from its own actions only; the write path and the valve get no gradient; rate_detached always
+    does). False, the default: the memory back-propagated through every segment, as the paper describes it."""
     n_memory: Annotated[int, Range(1, 64)] = 4
     """Memory tokens M_n (read prefix and write suffix of every segment)."""
     d_model: Annotated[int, Range(8, 1024)] = 64
@@ -77,7 +81,11 @@ class Config(RuntimeConfig, BaseConfig):
     n_train: Annotated[int, Range(1, 100_000)] = 64
     """Oracle trajectories per training corridor length (the offline data set)."""
     n_eval: Annotated[int, Range(2, 100_000)] = 64
-    """Test episodes per corridor length (half of them with each clue)."""
+    """Test episodes per corridor length up to 10 x T_train (half of them with each clue)."""
+    n_eval_far: Annotated[int, Range(2, 100_000)] = 32
+    """Test episodes per corridor longer than 10 x T_train (each episode is that many times longer: fewer of them);
+    the DTs are not tested there (a context of K or K x N steps is under a tenth of the corridor: the clue left it
+    long before the turn, as on the corridors up to 10 x T_train where they are tested)."""
     minigrid_size: Annotated[int, Choices(7, 11, 13)] = 7
     """Size of MiniGrid-Memory (MiniGrid-MemoryS7/S11/S13-v0)."""
     minigrid_segment_length: Annotated[int, Range(1, 1000)] = 5
@@ -102,6 +110,13 @@ class Config(RuntimeConfig, BaseConfig):
     def train_max(self) -> int:
         """T_train = K x N: the longest training corridor, the long DT's context."""
         return self.segment_length * self.n_segments
+
+    def episodes(self, variant: str, length: int) -> int:
+        """Test episodes of ``variant`` on a corridor of ``length``: ``n_eval`` up to 10 x T_train,
+        ``n_eval_far`` beyond (0 for the DTs: not tested there)."""
+        if length <= LENGTH_FACTOR * self.train_max:
+            return self.n_eval
+        return 0 if variant in DTS else self.n_eval_far
 
     def validate(self) -> None:
         if self.d_model % self.n_heads:
@@ -128,18 +143,22 @@ class Config(RuntimeConfig, BaseConfig):
     def run_budget(self) -> Budget:
         """Work: 6 variants x n_seeds agents trained steps x batch_size trajectories of 3 to 3 K N (+ memory)
         tokens through n_layers blocks of about 12 d_model^2 weights, then closed-loop tests: n_eval episodes of
-        every eval_length, each step a forward pass over each agent's context (3 K tokens; the long DT 3 K N), and
-        on MiniGrid-Memory the same at its episode lengths (about 2 minigrid_size steps). Memory: the oracle
-        trajectories, a batch's activations and attention scores, the test episodes' records."""
+        every eval_length (n_eval_far beyond 10 x T_train, without the DTs), each step a forward pass over each
+        agent's context (3 K tokens; the long DT 3 K N), and on MiniGrid-Memory the same at its episode lengths
+        (about 2 minigrid_size steps). Memory: the oracle trajectories, a batch's activations and attention scores,
+        the test episodes' records and a batched forward over the longest."""
         K, T, d = self.segment_length, self.train_max, self.d_model
         weights = 12.0 * d * d * self.n_layers
         tokens = 3 * (T + 2) / 2 + 2 * self.n_memory  # corridors of 2 to K N steps, uniformly
         runs = len(VARIANTS) * self.n_seeds
         memory, work = training(runs, self.steps, self.batch_size, tokens, weights, d, self.n_layers,
                                 attend=tokens / 2, heads=self.n_heads)
-        contexts = 12 * K + 3 * T + 6 * self.n_memory  # RATE thrice and the short DT: 3 K; the long DT: 3 K N
-        tests = self.n_seeds * sum(self.eval_lengths) * (self.n_eval * 2.0 * weights * contexts + STEP_OPS / 2)
-        memory = max(memory, 4.0 * self.n_eval * (max(self.eval_lengths) * 8 + 3 * T * d * 16))
+        context = {"dt_long": 3 * T + 6 * self.n_memory, "gru": 1}  # tokens per step: RATE and the short DT 3 K
+        tests = self.n_seeds * sum(
+            self.episodes(v, L) * L * (2.0 * weights * context.get(v, 3 * K + 2 * self.n_memory) + STEP_OPS / 2)
+            for v in VARIANTS for L in self.eval_lengths)
+        memory = max(memory, max(4.0 * self.episodes("rate", L) * (L * 8 + 3 * L * d * 4 + 3 * T * d * 16)
+                                 for L in self.eval_lengths))
         memory += 16.0 * T * T * self.n_train * 3
         if "minigrid" in self.envs:
             k, episode = self.minigrid_segment_length, 2 * self.minigrid_size
@@ -151,5 +170,5 @@ class Config(RuntimeConfig, BaseConfig):
         return Budget(memory, work + tests, "rate's agents: 6 variants x n_seeds trained steps x batch_size "
                       "trajectories of 3 K N tokens, tested n_eval episodes on every eval_length",
                       ("steps", "batch_size", "eval_lengths", "n_eval", "segment_length", "n_segments", "d_model",
-                       "n_layers", "n_seeds", "n_train"),
+                       "n_layers", "n_seeds", "n_train", "n_eval_far"),
                       memory_what="rate's test episodes: n_eval x the longest eval_length")

@@ -15,11 +15,14 @@ from lab.results import Coord, Schema, Var
 __all__ = ["run"]
 
 #: the T-Maze results (every run)
+#: why a cell may hold no test
+_UNTESTED = "NaN where the agent is not tested: the DTs on corridors longer than 10 x T_train"
+
 SCHEMA = Schema(
     Var("success", ("seed", "variant", "length"), "T-Maze success: share of test episodes ending in the clue's arm "
-        "(the only reward; turn accuracy)", "%"),
+        "(the only reward; turn accuracy); NaN: not tested (the DTs beyond 10 x T_train)", "%", missing=_UNTESTED),
     Var("turned", ("seed", "variant", "length"), "share of test episodes that reached the junction and turned "
-        "(either way)", "%"),
+        "(either way); NaN: not tested", "%", missing=_UNTESTED),
     Var("turn_accuracy", ("seed", "variant", "length"), "turn accuracy: share of the episodes that reached the "
         "junction and turned which turned into the clue's arm (success / turned; NaN when none turned)", "%"),
     Var("train_loss", ("seed", "variant"), "weighted training cross-entropy, mean of the last 10% of steps",
@@ -38,7 +41,8 @@ MINIGRID = Schema(
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train every agent of :data:`lab.methods.rate.config.VARIANTS` on each seed and test it on every corridor
-    length of ``cfg.eval_lengths`` (``n_eval`` episodes, greedy actions, memory carried through the episode).
+    length of ``cfg.eval_lengths`` (``Config.episodes``: ``n_eval`` episodes, ``n_eval_far`` beyond 10 x T_train
+    where the DTs are not tested; greedy actions, memory carried through the episode).
 
     Returns:
         Dataset with dims seed, variant, length (and seed, variant for MiniGrid-Memory when it runs).
@@ -67,6 +71,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                     bar.update(1)
     bar.close()
     return res.build(attrs={"segment_length": cfg.segment_length, "n_segments": cfg.n_segments,
-                            "train_max": cfg.train_max, "n_eval": cfg.n_eval, "n_memory": cfg.n_memory,
+                            "train_max": cfg.train_max, "n_eval": cfg.n_eval, "n_eval_far": cfg.n_eval_far,
+                            "n_memory": cfg.n_memory,
                             "envs": ",".join(cfg.envs), "minigrid_size": cfg.minigrid_size,
                             "valve_form": cfg.valve_form, "detach_memory": int(cfg.detach_memory)})

@@ -55,7 +55,7 @@ def rollout(profile: str, variant: str, corridor_length: int, seed: int = 0, env
         ``{"env", "variant", "corridor_length", "clue" (+1 / -1; minigrid: +1 key, -1 ball), "success" bool,
         "positions" (T + 1, 2) the agent's (x, y) from the start, "actions" (T,), "memory_attention"
         (n_segments, n_mem, n_mem): the valve's attention at each segment boundary (row: old memory token,
-        column: written token) for ``rate`` and ``rate_bptt``, None for the others; "segment_length"}``.
+        column: written token) for ``rate`` and ``rate_detached``, None for the others; "segment_length"}``.
     """
     check_choice("variant", variant, VARIANTS)
     check_choice("env", env, ENVS)
@@ -74,7 +74,7 @@ def rollout(profile: str, variant: str, corridor_length: int, seed: int = 0, env
     rng = np.random.default_rng([episode_seed, 7])
     clue = np.array([rng.choice([-1, 1])])
     out = E.rollout(model, length, clue, rng, record=True)
-    valved = variant in ("rate", "rate_bptt")
+    valved = variant in ("rate", "rate_detached")
     attention = _attention(out["record"]) if valved else None
     if valved and attention is None:
         attention = np.zeros((0, cfg.n_memory, cfg.n_memory))  # no segment completed before the turn

@@ -86,7 +86,9 @@ def oracle_data(cfg: Config, seed: int) -> dict[int, Trajectories]:
 
 
 def _key(cfg: Config, variant: str, seed: int) -> dict:
-    return {"format": 2, "variant": variant, "seed": seed, "size": cfg.minigrid_size,
+    form = ({"valve_form": cfg.valve_form, "detach": cfg.detach_memory or variant == "rate_detached"}
+            if variant.startswith("rate") else {})
+    return {"format": 2, **form, "variant": variant, "seed": seed, "size": cfg.minigrid_size,
             "K": cfg.minigrid_segment_length, "n_memory": cfg.n_memory, "d_model": cfg.d_model,
             "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "steps": cfg.minigrid_steps,
             "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,

@@ -10,9 +10,9 @@ from lab.viz.style import PALETTE, log_ticks
 
 __all__ = ["LABELS", "discussion", "memory_attention_plot", "rollout_plot", "success_plot", "success_table"]
 
-LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_bptt": "RATE, memory backprop",
+LABELS = {"rate": "RATE", "rate_no_valve": "RATE w/o valve", "rate_detached": "RATE, memory detached",
           "dt_short": "DT, context K", "dt_long": "DT, context K x N", "gru": "GRU (BC)"}
-COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_bptt": PALETTE[6], "dt_short": PALETTE[3],
+COLOURS = {"rate": PALETTE[0], "rate_no_valve": PALETTE[1], "rate_detached": PALETTE[6], "dt_short": PALETTE[3],
            "dt_long": PALETTE[5], "gru": PALETTE[4]}
 _GREEN, _RED = PALETTE[2], PALETTE[1]
 
@@ -81,8 +81,8 @@ def memory_attention_plot(episode: dict, *, width: int = 760, height: int = 300)
 
 def success_plot(result: xr.Dataset, *, width: int = 760, height: int = 380) -> hv.Overlay:
     """Success (%) against corridor length (log axis) per agent: mean over seeds with a band from the worst to the
-    best seed; dotted lines at K (the short DT's context) and T_train (the longest training corridor), dashed at
-    chance. RATE is drawn last (on top)."""
+    best seed, on the lengths the agent was tested on; dotted lines at K (the short DT's context) and T_train (the
+    longest training corridor), dashed at chance. RATE is drawn last (on top)."""
     ds = result
     K, T = int(ds.attrs["segment_length"]), int(ds.attrs["train_max"])
     marks = (hv.VLine(K).opts(color="#999999", line_dash="dotted") * hv.VLine(T).opts(color="black",
@@ -92,7 +92,8 @@ def success_plot(result: xr.Dataset, *, width: int = 760, height: int = 380) -> 
     order = [str(v) for v in ds.variant.values if v != "rate"] + (["rate"] if "rate" in ds.variant.values else [])
     for variant in order:
         succ = ds.success.sel(variant=variant)
-        xs, label = ds.length.values.astype(float), _label(variant)
+        succ = succ.sel(length=[L for L in ds.length.values if bool(np.isfinite(succ.sel(length=L)).all())])
+        xs, label = succ.length.values.astype(float), _label(variant)
         color = COLOURS.get(variant, "#444444")
         mean, lo, hi = succ.mean("seed").values, succ.min("seed").values, succ.max("seed").values
         dash = "solid" if variant.startswith("rate") else "dashed"
@@ -105,7 +106,8 @@ def success_plot(result: xr.Dataset, *, width: int = 760, height: int = 380) -> 
         width=width, height=height, logx=True, ylim=(-5, 105), show_grid=True, legend_position="right",
         xticks=log_ticks(ds.length.values.min(), ds.length.values.max()),
         xlabel=f"corridor length (steps; dotted: K = {K}, T_train = {T})", ylabel="success (%)",
-        title=f"T-Maze success, {ds.sizes['seed']} seeds (band: worst to best seed)")
+        title=f"T-Maze success, {ds.sizes['seed']} seeds (band: worst to best seed)"
+              + ("; DTs tested up to 10 x T_train" if ds.length.values.max() > 10 * T else ""))
 
 
 def success_table(ds: xr.Dataset):
@@ -115,58 +117,66 @@ def success_table(ds: xr.Dataset):
     return table
 
 
-def _pct(values) -> str:
+def _pct(values, missing: str = "not tested") -> str:
     values = np.asarray(values, float).ravel()
+    if not np.isfinite(values).any():
+        return missing
+    values = values[np.isfinite(values)]
     if np.ptp(values) == 0:
         return f"{values[0]:.0f}%"
     return f"{values.mean():.0f}% (seeds {values.min():.0f} to {values.max():.0f})"
 
 
+def _row(ds: xr.Dataset, length: int, var: str = "success", missing: str = "not tested") -> str:
+    return ", ".join(f"{_label(str(v))} {_pct(ds[var].sel(variant=v, length=length).values, missing)}"
+                     for v in ds.variant.values)
+
+
 def discussion(ds: xr.Dataset) -> str:
     """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
     K, T = int(ds.attrs["segment_length"]), int(ds.attrs["train_max"])
-    longest = int(ds.length.values.max())
-    at = {str(v): ds.success.sel(variant=v, length=longest).values for v in ds.variant.values}
-    train = {str(v): ds.success.sel(variant=v, length=T).values for v in ds.variant.values}
-    turned = ds.turned.sel(length=longest).mean("seed")
-    lines = [
-        f"- **At the training length** ({T} steps), mean over {ds.sizes['seed']} seeds: "
-        + ", ".join(f"{_label(v)} {_pct(x)}" for v, x in train.items()) + ".",
-        f"- **At {longest} steps** ({longest / T:g} x the longest training corridor): "
-        + ", ".join(f"{_label(v)} {_pct(x)}" for v, x in at.items()) + ".",
+    lengths = [int(L) for L in ds.length.values]
+    longest = lengths[-1]
+    lines = [f"- **At the training length** ({T} steps), mean over {ds.sizes['seed']} seeds: {_row(ds, T)}."]
+    tenfold = [L for L in lengths if T < L <= 10 * T]
+    if tenfold and tenfold[-1] != longest:
+        lines.append(f"- **At {tenfold[-1]} steps** ({tenfold[-1] / T:g} x T_train): {_row(ds, tenfold[-1])}.")
+    lines += [
+        f"- **At {longest} steps** ({longest / T:g} x the longest training corridor): {_row(ds, longest)}"
+        + ("; the DTs are not tested beyond 10 x T_train (their context, K or T_train steps, is then under a tenth "
+           "of the corridor)" if longest > 10 * T else "") + ".",
         f"- The short DT sees only the last {K} steps: at {K} steps (the clue inside its context) it succeeds "
         f"{float(ds.success.sel(variant='dt_short', length=K).mean()):.0f}% of the time; the long DT sees {T} "
         "steps and holds up to there.",
-        "- Episodes that reached the junction and turned at all (right or wrong) at the longest corridor: "
-        + ", ".join(f"{_label(str(v))} {float(turned.sel(variant=v)):.0f}%" for v in ds.variant.values)
-        + ": a failure below 100% here is an agent lost in the corridor, not a wrong guess.",
+        f"- Episodes that reached the junction and turned at all (right or wrong) at {longest} steps: "
+        f"{_row(ds, longest, 'turned')}: a failure below 100% here is an agent lost in the corridor, not a wrong "
+        "guess.",
     ]
     if "turn_accuracy" in ds:
-        acc = ds.turn_accuracy.sel(length=longest)
-        lines.append("- **Turn accuracy** at the longest corridor (the clue's arm among the episodes that turned, "
-                     "50% is a guess): " + ", ".join(f"{_label(str(v))} {_pct(acc.sel(variant=v).values)}"
-                                                    for v in ds.variant.values) + ".")
+        lines.append(f"- **Turn accuracy** at {longest} steps (the clue's arm among the episodes that turned, 50% is "
+                     f"a guess): {_row(ds, longest, 'turn_accuracy')}.")
     form = ds.attrs.get("valve_form", "official")
-    detached = bool(int(ds.attrs.get("detach_memory", 1)))
+    detached = bool(int(ds.attrs.get("detach_memory", 0)))
     valve = ("the official code's `M_{n+1} = MultiHead(Q = M_n, K = V = ReLU(M~_{n+1}))`" if form == "official"
              else "the lab's `M_{n+1} = FFN(MultiHead(Q = M_n, K = V = M~_{n+1}))` with three LayerNorms")
-    grad = ("detached between segments as the official trainer does, so the write path and the valve get no "
-            "gradient: what the memory carries is whatever the transformer's write tokens happen to hold, and "
-            "only reading it is learned" if detached else "back-propagated through every segment")
-    lines.append(f"- RATE's valve here is {valve}; its memory is {grad}. "
-                 + (f"The same valve with the memory back-propagated through every segment (RATE, memory "
-                    f"backprop): {_pct(at['rate_bptt'])} at {longest} steps against {_pct(at['rate'])} for RATE."
-                    if "rate_bptt" in at and detached else ""))
+    grad = ("detached between segments (the official trainer)" if detached else
+            "carried with its gradient through every segment, as the paper describes")
+    at = {str(v): ds.success.sel(variant=v, length=longest).values for v in ds.variant.values}
+    lines.append(f"- RATE's valve here is {valve}; its memory is {grad}. " + (
+        "With the memory detached between segments as the official trainer does (RATE, memory detached), the "
+        "write path and the valve get no gradient: what the memory carries is whatever the write tokens happen to "
+        f"hold, and only reading it is learned: {_pct(at['rate_detached'])} at {longest} steps against "
+        f"{_pct(at['rate'])} for RATE." if "rate_detached" in at and not detached else ""))
     if {"rate", "gru"} <= set(at):
         gap = (ds.success.sel(variant="gru") - ds.success.sel(variant="rate")).mean("seed")
-        ahead = [int(L) for L in ds.length.values if float(gap.sel(length=L)) > 0]
-        lines.append("- **The GRU** " + (
-            f"beats RATE at {', '.join(map(str, ahead))} steps and matches it elsewhere: one bit held for a few "
-            "hundred steps is as easy for a recurrent state as for RATE's memory, so this T-Maze does not tell "
-            "segment memory from recurrence (a task that does, with more to hold than one bit, is not built here)"
-            if ahead and float(gap.min()) >= 0 else
-            "does not beat RATE everywhere: mean gap (GRU minus RATE) per length "
-            + ", ".join(f"{int(L)}: {float(gap.sel(length=L)):+.0f}" for L in ds.length.values)) + ".")
+        lines.append("- **The GRU minus RATE** (mean success gap per length, points): "
+                     + ", ".join(f"{L}: {float(gap.sel(length=L)):+.0f}" for L in lengths)
+                     + f". The GRU at {longest} steps, per seed: "
+                     + ", ".join(f"{x:.0f}%" for x in at["gru"])
+                     + f"; {_pct(ds.turned.sel(variant='gru', length=longest).values)} of its episodes reached the "
+                     "junction and turned" + (": where it fails it has lost the clue, not its way" if
+                                              float(ds.turned.sel(variant="gru", length=longest).min()) >= 100
+                                              else "") + ".")
     if "minigrid_success" in ds:
         mg = ds.minigrid_success.mean("seed")
         lines.append(f"- **MiniGrid-MemoryS{ds.attrs['minigrid_size']}-v0** (success, mean over seeds): "

@@ -34,9 +34,9 @@ def build(cfg: Config, variant: str, obs_dim: int = E.OBS_DIM, n_actions: int = 
     (default T_train); ``segment``: K (default ``cfg.segment_length``)."""
     check_choice("variant", variant, VARIANTS)
     d, L, H, K = cfg.d_model, cfg.n_layers, cfg.n_heads, segment or cfg.segment_length
-    if variant in ("rate", "rate_no_valve", "rate_bptt"):
+    if variant in ("rate", "rate_no_valve", "rate_detached"):
         return M.RATE(obs_dim, n_actions, d, L, H, K, cfg.n_memory, valve=variant != "rate_no_valve",
-                      valve_form=cfg.valve_form, detach=cfg.detach_memory and variant != "rate_bptt")
+                      valve_form=cfg.valve_form, detach=cfg.detach_memory or variant == "rate_detached")
     if variant == "dt_short":
         return M.DecisionTransformer(obs_dim, n_actions, d, L, H, K)
     if variant == "dt_long":
@@ -83,9 +83,9 @@ def fit_agent(cfg: Config, model: torch.nn.Module, sample, steps: int, seed: int
 
 
 def _same(cfg: Config, variant: str) -> tuple[Config, str]:
-    """``rate_bptt`` is ``rate`` with ``detach_memory=False``: the same weights, cached once."""
-    if variant == "rate_bptt":
-        return dataclasses.replace(cfg, detach_memory=False), "rate"
+    """``rate_detached`` is ``rate`` with ``detach_memory=True``: the same weights, cached once."""
+    if variant == "rate_detached":
+        return dataclasses.replace(cfg, detach_memory=True), "rate"
     return cfg, variant
 
 
@@ -114,28 +114,29 @@ def trained(cfg: Config, variant: str, seed: int, *, root: str | None = None) ->
     return cached_model("rate", f"tmaze-{_same(cfg, variant)[1]}", _key(cfg, variant, seed), make, train, root=root)
 
 
-def test_episodes(cfg: Config, seed: int, length: int) -> tuple[np.ndarray, np.random.Generator]:
-    """The clues of the test episodes of one corridor length (half each way, shuffled) and the generator of their
+def test_episodes(seed: int, length: int, n: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The clues of ``n`` test episodes of one corridor length (half each way, shuffled) and the generator of their
     noise: the same for every agent of a seed."""
     rng = np.random.default_rng([seed, length, 99])
-    clues = rng.permutation(np.resize(np.array([-1, 1]), cfg.n_eval))
+    clues = rng.permutation(np.resize(np.array([-1, 1]), n))
     return clues, rng
 
 
 def scores(cfg: Config, variant: str, seed: int, agent: Trained | None = None) -> dict[str, np.ndarray]:
-    """Closed-loop test of a trained agent on every corridor of ``cfg.eval_lengths`` (cached beside the weights):
-    ``{"success", "turned"}``, each ``(n_lengths,)`` in %."""
-    key = {**_key(cfg, variant, seed), "eval_lengths": list(cfg.eval_lengths), "n_eval": cfg.n_eval}
+    """Closed-loop test of a trained agent on every corridor of ``cfg.eval_lengths`` with
+    :meth:`Config.episodes` episodes each (:func:`env.outcomes`: the greedy rollout's results), cached beside the
+    weights: ``{"success", "turned"}``, each ``(n_lengths,)`` in %, NaN where the agent is not tested."""
+    tests = [(L, cfg.episodes(variant, L)) for L in cfg.eval_lengths]
+    key = {**_key(cfg, variant, seed), "tests": tests}
 
     def make():
         model = (agent or trained(cfg, variant, seed)).model
-        success, turned = [], []
-        for length in cfg.eval_lengths:
-            clues, rng = test_episodes(cfg, seed, length)
-            out = E.rollout(model, length, clues, rng)
-            success.append(100.0 * out["success"].mean())
-            turned.append(100.0 * (out["positions"][:, -1, 1] != 0).mean())
-        return {"success": np.array(success), "turned": np.array(turned)}
+        success, turned = np.full(len(tests), np.nan), np.full(len(tests), np.nan)
+        for i, (length, n) in enumerate(tests):
+            if n:
+                out = E.outcomes(model, length, *test_episodes(seed, length, n))
+                success[i], turned[i] = 100.0 * out["success"].mean(), 100.0 * out["turned"].mean()
+        return {"success": success, "turned": turned}
 
     state, _ = cached_state("rate", f"tmaze-eval-{_same(cfg, variant)[1]}", key, make)
     return {k: np.asarray(v) for k, v in state.items()}

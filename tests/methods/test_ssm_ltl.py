@@ -127,6 +127,48 @@ def test_trained_layer_classes_have_their_gates(kind):
     assert all(p.grad is not None for p in model.parameters())
 
 
+def test_count_lookup_reads_a_count_only_as_far_as_its_table_was_set():
+    """A (0, 1) gate at 1 in float32 counts the a's exactly; a lookup set to the parity of counts 1..C reads it right
+    to C and has nothing beyond (its bumps vanish: the logits fall back to the MLP's); gradients reach the table
+    and the stretch."""
+    torch.manual_seed(0)
+    model = M.build(1, "gate01", d_state=1, d_hidden=4, lookup=8)
+    assert model.lookup_table.shape == (1, 17, 2) and (model.inc.abs() == 1).all()
+    assert bool((torch.sigmoid(model.gate_logit) > 0.95).all())  # started near 1: where a count lives
+    with torch.no_grad():
+        model.gate_logit.fill_(30.0)  # sigmoid(30) is 1.0 in float32
+        model.inc.fill_(1.0)
+        for p in model.readout.parameters():
+            p.zero_()
+        for k in range(1, 9):
+            model.lookup_table[0, 8 + k, (k + 1) % 2] = 5.0  # odd count: reject (class 0 wins); even: accept
+    x = torch.zeros(1, 12, dtype=torch.long)
+    logits = model(x)[0]
+    accept = logits.argmax(-1).numpy().astype(bool)
+    assert accept[:8].tolist() == [t % 2 == 0 for t in range(1, 9)]
+    assert float(logits[10:].abs().max()) < 1e-3  # counts 11, 12: no entry, nothing read
+    logits.sum().backward()
+    assert model.lookup_table.grad is not None and model.lookup_scale.grad is not None
+
+
+def test_only_the_count_controls_get_the_lookup():
+    import dataclasses
+
+    from lab.methods.ssm_ltl.train import LOOKUP_MODELS, lookup_of, training_key
+
+    cfg = Config.from_profile("quick")
+    assert set(LOOKUP_MODELS) == {("aa_star", "gate01"), ("mod_count", "gate01")}
+    for language in ("aa_star", "mod_count", "b_since_a"):
+        for kind in M.CLASSES:
+            key = training_key(cfg, language, kind, 0)
+            if (language, kind) in LOOKUP_MODELS:
+                assert key["lookup"] == cfg.control_lookup == lookup_of(cfg, language, kind) > 0
+            else:
+                assert "lookup" not in key and lookup_of(cfg, language, kind) == 0  # their cached weights stand
+    off = dataclasses.replace(cfg, control_lookup=0)
+    assert "lookup" not in training_key(off, "aa_star", "gate01", 0)
+
+
 def test_expressibility_table_follows_the_paper():
     assert M.expressible("aa_star", "lti") and not M.expressible("aa_star", "gate01")
     assert M.expressible("mod_count", "gate11") and not M.expressible("mod_count", "gate11", modulus=3)

@@ -37,7 +37,11 @@ every horizon, in float32 and int8; its time-invariant control is blind past its
 **Trained** (:mod:`.train`): one layer of each class (``lti``: real eigenvalues tanh(ρ) and complex
 exp(-exp(ν) + iθ), ``gate01``: sigmoid gates, ``gate11``: tanh gates) with a ReLU readout, on (aa)*, parity and
 ``b S a`` at one length (b S a on runs of b's up to that length), tested at several multiples of it and, for
-b S a, at the end of runs past the float32 horizon of the trained time-invariant control.
+b S a, at the end of runs past the float32 horizon of the trained time-invariant control. The (0, 1)-gate controls
+on (aa)* and parity can only count at the training length, and a ReLU readout fits the parity of a count poorly
+(they never fit 16 letters with the MLP alone): their readout adds a learned *count lookup* (a logit table per
+integer, read through narrow bumps; gates started near 1), so that they fit the training length and their failing
+beyond it, where the lookup was never trained, is the class's.
 *Expressible* (a construction exists) and *learnable*
 (some training run finds a rule that generalises) are reported separately; the claims compare each with the class
 the paper says cannot. The languages live in :mod:`lab.datasets.languages`.

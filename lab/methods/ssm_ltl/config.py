@@ -50,6 +50,10 @@ class Config(RuntimeConfig, BaseConfig):
     """State channels of the trained layer (complex for the time-invariant class)."""
     d_hidden: Annotated[int, Range(2, 1024)] = 32
     """Width of the ReLU readout φ(h_t, x_t)."""
+    control_lookup: Annotated[int, Range(0, 4096)] = 64
+    """The trained (0, 1)-gate controls on (aa)* and parity read their states through a count lookup as well as
+    the MLP: a learned logit table for each integer in [-control_lookup, control_lookup], so that they can fit
+    their training length (a (0, 1) gate can only count; an MLP fits a count's parity poorly). 0: no lookup."""
     steps: Annotated[int, Range(1, 1_000_000)] = 600
     """Training steps per model (AdamW, warm-up then cosine decay)."""
     batch_size: Annotated[int, Range(1, 100_000)] = 32
@@ -82,7 +86,8 @@ class Config(RuntimeConfig, BaseConfig):
         trained models' test words at the longest factor. Work: every construction in both precisions on every
         check position (about 5000 operations' time each, measured: numpy passes over small state vectors), and
         3 languages x 3 classes x n_seeds trainings of steps x batch_size x train_length tokens (each step about five
-        small steps' overhead: the scan's kernels; measured: quick takes ~200 s on two shared cores)."""
+        small steps' overhead: the scan's kernels; measured: quick takes ~200 s on two shared cores); the two
+        controls with a count lookup also carry its table and bumps (3 numbers per state channel and count)."""
         lengths = [10 ** k for k in range(1, 6) if 10 ** k < self.check_length] + [self.check_length]
         positions = self.check_words * sum(lengths)
         checks = Budget(400.0 * self.check_words * self.check_length, 7 * 2 * 5000.0 * positions,
@@ -93,13 +98,15 @@ class Config(RuntimeConfig, BaseConfig):
         models = 9 * self.n_seeds
         tokens = self.batch_size * self.train_length
         longest = self.train_length * self.test_factors[-1]
-        memory = max(train_bytes(weights, 4 * width * tokens), 8.0 * width * self.n_test * longest * 2,
-                     16.0 * self.n_train * self.train_length)
-        work = models * (train_ops(weights, tokens * self.steps, 5 * self.steps)
-                         + 2.0 * weights * self.n_test * self.train_length * (1 + sum(self.test_factors)))
+        lookup = 3.0 * self.d_state * (2 * self.control_lookup + 1)
+        memory = max(train_bytes(weights + lookup, 4 * (width + lookup) * tokens),
+                     8.0 * (width + lookup) * self.n_test * longest * 2, 16.0 * self.n_train * self.train_length)
+        test_tokens = self.n_test * self.train_length * (1 + sum(self.test_factors))
+        work = (models * (train_ops(weights, tokens * self.steps, 5 * self.steps) + 2.0 * weights * test_tokens)
+                + 2 * self.n_seeds * (train_ops(lookup, tokens * self.steps) + 2.0 * lookup * test_tokens))
         trained = Budget(memory, work, "ssm_ltl's trained models: 9 x n_seeds x steps x batch_size x train_length "
                          "tokens", ("steps", "batch_size", "train_length", "n_seeds", "n_test", "test_factors",
-                                    "d_hidden", "d_state"))
+                                    "d_hidden", "d_state", "control_lookup"))
         runs = self.n_test * (len(self.run_lengths) * (self.train_length + 1) + sum(self.run_lengths))
         long = Budget(8.0 * width * self.n_test * (self.train_length + 1 + self.run_lengths[-1]) * 2,
                       3 * self.n_seeds * 2.0 * weights * runs + 4 * 2 * 5000.0 * runs,

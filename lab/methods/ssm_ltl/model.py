@@ -25,8 +25,8 @@ from torch import nn
 
 import kernels
 
-__all__ = ["CLASSES", "CONSTRUCTIONS", "HORIZON_LIMIT", "PRECISIONS", "Construction", "OneLayerSSM", "Run", "build",
-           "construction_tables", "expressible", "fixed_point_scan", "since_horizon", "scan"]
+__all__ = ["CLASSES", "CONSTRUCTIONS", "HORIZON_LIMIT", "LOOKUP_WIDTH", "PRECISIONS", "Construction", "OneLayerSSM",
+           "Run", "build", "construction_tables", "expressible", "fixed_point_scan", "since_horizon", "scan"]
 
 PRECISIONS = ("float32", "int8")
 #: the trainable gating classes: time-invariant complex diagonal; input-gated real diagonal in (0, 1) (sigmoid);
@@ -248,6 +248,8 @@ CONSTRUCTIONS: dict[str, Construction] = {
 }
 
 
+#: width σ of the count lookup's bumps (:class:`OneLayerSSM`): states a whole count apart barely overlap
+LOOKUP_WIDTH = 0.35
 #: the longest run of b's the float32 horizon is looked for (beyond: NaN, none found)
 HORIZON_LIMIT = 100_000
 
@@ -319,9 +321,16 @@ class OneLayerSSM(nn.Module):
             (-1, 1), half complex ``exp(-exp(ν) + iθ)``; inc = B[x] complex), ``gate01`` (gate = sigmoid(G[x]) in
             (0, 1), real), ``gate11`` (gate = tanh(G[x]) in (-1, 1)).
         d_state: state channels (complex for ``lti``). d_hidden: width of the readout MLP φ(h_t, x_t).
+        lookup: 0, or the largest count ``C`` of a *count lookup* added to the readout's logits: a learned table
+            of logits for each integer k in ``[-C, C]`` and each state channel, read through bumps
+            ``exp(-(s h - k)² / 2σ²)`` (σ = :data:`LOOKUP_WIDTH`, s a learned stretch per channel, 1 at start): a
+            readout that tells a count t from t + 1 (a ReLU MLP over a growing count fits the sawtooth of its
+            parity poorly). It is finite and learned only where training put the states, so it reads a count as
+            far as the training words went and no further. A ``gate01`` model with a lookup starts where a count
+            lives: gate logits in (3, 7) (gates 0.95 to 0.999) and increments ±1.
     """
 
-    def __init__(self, vocab: int, kind: str, d_state: int = 8, d_hidden: int = 32):
+    def __init__(self, vocab: int, kind: str, d_state: int = 8, d_hidden: int = 32, lookup: int = 0):
         super().__init__()
         if kind not in CLASSES:
             raise ValueError(f"kind={kind!r} is not allowed; allowed: one of {CLASSES}")
@@ -336,11 +345,16 @@ class OneLayerSSM(nn.Module):
             self.inc_im = nn.Parameter(torch.randn(vocab, d_state) / math.sqrt(2))
             features = 2 * d_state
         else:
-            lo, hi = (0.0, 4.0) if kind == "gate01" else (-3.0, 3.0)
+            lo, hi = ((3.0, 7.0) if lookup else (0.0, 4.0)) if kind == "gate01" else (-3.0, 3.0)
             self.gate_logit = nn.Parameter(torch.empty(vocab, d_state).uniform_(lo, hi))
-            self.inc = nn.Parameter(torch.randn(vocab, d_state))
+            inc = torch.randn(vocab, d_state)
+            self.inc = nn.Parameter(torch.sign(inc) if lookup and kind == "gate01" else inc)
             features = d_state
         self.readout = nn.Sequential(nn.Linear(features + vocab, d_hidden), nn.ReLU(), nn.Linear(d_hidden, 2))
+        self.lookup = lookup
+        if lookup:
+            self.lookup_table = nn.Parameter(torch.zeros(features, 2 * lookup + 1, 2))
+            self.lookup_scale = nn.Parameter(torch.zeros(features))  # log of each channel's stretch
 
     def gates(self, x: torch.Tensor) -> torch.Tensor:
         """gate(x_t): ``(n, length)`` tokens -> ``(n, length, d_state)`` (lti: ``(1, 1, d_state)`` complex)."""
@@ -365,9 +379,16 @@ class OneLayerSSM(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(n, length, 2)`` of "the prefix through t is a member"."""
         h = self.features(self.states(x))
-        return self.readout(torch.cat([h, F.one_hot(x, self.vocab).to(h.dtype)], dim=-1))
+        logits = self.readout(torch.cat([h, F.one_hot(x, self.vocab).to(h.dtype)], dim=-1))
+        if not self.lookup:
+            return logits
+        centres = torch.arange(-self.lookup, self.lookup + 1, dtype=h.dtype, device=h.device)
+        u = h * torch.exp(self.lookup_scale)
+        bumps = torch.exp(-0.5 * ((u[..., None] - centres) / LOOKUP_WIDTH) ** 2)  # (n, length, features, 2C + 1)
+        return logits + torch.einsum("nlfk,fkc->nlc", bumps, self.lookup_table)
 
 
-def build(vocab: int, kind: str, d_state: int, d_hidden: int) -> OneLayerSSM:
+def build(vocab: int, kind: str, d_state: int, d_hidden: int, lookup: int = 0) -> OneLayerSSM:
     """A freshly initialised :class:`OneLayerSSM` (seed the generators first)."""
-    return OneLayerSSM(vocab, kind, d_state, d_hidden)
+    return OneLayerSSM(vocab, kind, d_state, d_hidden, lookup)
+

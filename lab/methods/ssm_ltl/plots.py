@@ -103,36 +103,43 @@ def expressible_vs_learnable(ds: xr.Dataset) -> hv.Overlay:
 
 def since_runs(ds: xr.Dataset) -> hv.Overlay:
     """b S a at the end of a run of b's against the run's length: the hand-built input-gated since (float32 and
-    int8), its time-invariant control (float32, int8 as 8-bit fixed point), the trained classes (mean over seeds,
-    every seed as a dot); vertical lines at the float32 horizons (the hand-built control's, dotted; each trained
-    time-invariant seed's, dashed): past a horizon float32 holds the same state after an a as after a c."""
+    int8), its time-invariant control (float32, int8 as 8-bit fixed point), the trained classes (mean over seeds as
+    a line, every seed as a dot); vertical lines at the float32 horizons (the hand-built control's, grey; each
+    trained time-invariant seed's, blue dashed): past a horizon float32 holds the same state after an a as after a
+    c. Every mark has a legend entry."""
     items, n = [], float(ds.attrs["n_test"])
     runs = ds.run.values
+    dims = ("run of b's", "right at the run's end")
     for name in ds.since_model.values:
         colour = "black" if name == "since" else "gray"
         for precision in ds.precision.values:
             right = 1 - ds.run_wrong.sel(since_model=name, precision=precision).values / n
-            items.append(hv.Curve((runs, right), "run of b's", "right at the run's end",
-                                  label=f"hand-built {name} ({precision})").opts(
+            items.append(hv.Curve((runs, right), *dims, label=f"hand-built {name} ({precision})").opts(
                 color=colour, line_dash=PRECISION_DASH[str(precision)], line_width=2))
     for kind in ds.kind.values:
         st = kind_style(str(kind))
         acc = ds.run_accuracy.sel(kind=kind)
-        items.append(hv.Curve((runs, acc.mean("seed").values), "run of b's", "right at the run's end",
-                              label=f"trained {st['label']}").opts(color=st["color"], line_width=2.2))
-        for seed in acc.seed.values:
-            items.append(hv.Scatter((runs, acc.sel(seed=seed).values), "run of b's", "right at the run's end").opts(
-                color=st["color"], size=5, alpha=0.6))
+        items.append(hv.Curve((runs, acc.mean("seed").values), *dims, label=f"trained {st['label']}: mean").opts(
+            color=st["color"], line_width=2.2))
+        dots = np.concatenate([np.stack([runs, acc.sel(seed=s).values], axis=1) for s in acc.seed.values])
+        items.append(hv.Scatter(dots, *dims, label=f"trained {st['label']}: each seed").opts(
+            color=st["color"], size=6, alpha=0.55))
+    # horizons as labelled vertical segments (solid and dashed, never dotted: a dotted line beside a dashed one
+    # draws as a row of small arcs), spanning the plot's y range
+    ylo, yhi = 0.3, 1.05
     hand = float(ds.hand_horizon.sel(since_model="lti_since"))
     if np.isfinite(hand):
-        items.append(hv.VLine(hand).opts(color="gray", line_dash="dotted", line_width=1.5))
-    for h in ds.horizon.sel(kind="lti").values:
-        if np.isfinite(h):
-            items.append(hv.VLine(float(h)).opts(color=kind_style("lti")["color"], line_dash="dashed",
-                                                 line_width=1.2))
-    title = "b S a at the end of a run of b's (vertical: float32 horizons of the time-invariant controls)"
+        items.append(hv.Curve(([hand, hand], [ylo, yhi]), *dims, label="horizon: hand-built lti_since").opts(
+            color="gray", line_width=1.5, alpha=0.8, ylim=(ylo, yhi)))
+    seeds = [float(h) for h in ds.horizon.sel(kind="lti").values if np.isfinite(h)]
+    if seeds:
+        xs = np.concatenate([[h, h, np.nan] for h in seeds])
+        ys = np.tile([ylo, yhi, np.nan], len(seeds))
+        items.append(hv.Curve((xs, ys), *dims, label="horizon: trained time-invariant (each seed)").opts(
+            color=kind_style("lti")["color"], line_dash="dashed", line_width=1.2, ylim=(ylo, yhi)))
+    title = "b S a at the end of a run of b's, with float32 horizons"
     return hv.Overlay(items).opts(title=title, logx=True, legend_position="right",
-                                  **curve_opts(ylim=(0.3, 1.05), width=900, height=380))
+                                  **curve_opts(ylim=(ylo, yhi), width=980, height=420))
 
 
 def trajectory(traj, max_channels: int = 8) -> hv.Layout:
@@ -240,4 +247,6 @@ def _competence_line(ds: xr.Dataset) -> str:
                       for lang, k in pairs)
     return (f"- **The trained controls at the training length {ds.attrs['train_length']}** (worst seed): {cells}. "
             "Below 0.9 a control never fit the words it was trained on, and its failing beyond them proves nothing "
-            "(the claims say 'control not competent').")
+            "(the claims say 'control not competent'). The (0, 1) controls on (aa)* and parity read their states "
+            "through a count lookup beside the MLP: a (0, 1) gate can only count, and the lookup reads a count as "
+            "far as training took it.")

@@ -17,8 +17,9 @@ from lab.datasets.tokens import TokenTask
 from lab.methods.ssm_ltl import model as M
 from lab.methods.ssm_ltl.config import Config
 
-__all__ = ["TEST_SEED_OFFSET", "TRAINED_LANGUAGES", "WEIGHTS_VERSION", "accuracy", "language_options",
-           "letter_tables", "long_run_words", "predict", "test_task", "train_task", "trained_model", "training_key"]
+__all__ = ["LOOKUP_MODELS", "TEST_SEED_OFFSET", "TRAINED_LANGUAGES", "WEIGHTS_VERSION", "accuracy",
+           "language_options", "letter_tables", "long_run_words", "lookup_of", "predict", "test_task", "train_task",
+           "trained_model", "training_key"]
 
 #: the languages the one-layer models are trained on: what separates the classes
 TRAINED_LANGUAGES = ("aa_star", "mod_count", "b_since_a")
@@ -29,6 +30,15 @@ TEST_SEED_OFFSET = 10_000
 #: b S a trains on segments "a or c, then a run of b's" with runs log-uniform up to the whole training length (the
 #: language's own sampler stops at a quarter of it): the runs the long-run test stretches
 SINCE_SAMPLER = "runs to train_length"
+#: (language, class) pairs whose readout gets the count lookup (``Config.control_lookup``): the trained controls of
+#: the learnability claims on (aa)* and parity, which must fit their training length, where a (0, 1) gate can only
+#: count and a ReLU MLP over the count fits its parity poorly; the other models keep the MLP alone
+LOOKUP_MODELS = (("aa_star", "gate01"), ("mod_count", "gate01"))
+
+
+def lookup_of(cfg: Config, language: str, kind: str) -> int:
+    """The count lookup's largest count for this model (0: none; :class:`lab.methods.ssm_ltl.model.OneLayerSSM`)."""
+    return cfg.control_lookup if (language, kind) in LOOKUP_MODELS else 0
 
 
 def language_options(cfg: Config, language: str) -> dict:
@@ -39,7 +49,9 @@ def language_options(cfg: Config, language: str) -> dict:
 def training_key(cfg: Config, language: str, kind: str, seed: int) -> dict:
     """Everything that determines a model's trained weights (the cache key)."""
     sampler = {"sampler": SINCE_SAMPLER} if language == "b_since_a" else {}
-    return {"language": language, "kind": kind, "seed": seed, "options": language_options(cfg, language), **sampler,
+    lookup = lookup_of(cfg, language, kind)
+    extra = {**sampler, **({"lookup": lookup} if lookup else {})}
+    return {"language": language, "kind": kind, "seed": seed, "options": language_options(cfg, language), **extra,
             "train_length": cfg.train_length, "d_state": cfg.d_state, "d_hidden": cfg.d_hidden, "steps": cfg.steps,
             "batch_size": cfg.batch_size, "lr": cfg.lr, "n_train": cfg.n_train, "version": WEIGHTS_VERSION}
 
@@ -64,7 +76,8 @@ def trained_model(cfg: Config, language: str, kind: str, seed: int, *, progress:
 
     def build():
         seed_everything(seed)
-        return M.build(len(LANGUAGES[language].alphabet), kind, cfg.d_state, cfg.d_hidden)
+        return M.build(len(LANGUAGES[language].alphabet), kind, cfg.d_state, cfg.d_hidden,
+                       lookup_of(cfg, language, kind))
 
     def train(model):
         res = fit(model, x, y, loss=_loss, steps=cfg.steps, epochs=None, batch_size=cfg.batch_size, lr=cfg.lr,

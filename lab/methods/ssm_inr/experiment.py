@@ -19,8 +19,8 @@ from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
-#: the variants of the steps curve: the headline's S3K, its control and the paper's direct baseline
-CURVE_VARIANTS = ("lpnet_s3k", "lpnet_s3k_nodecay", "lpnet_conv")
+#: the variants of the steps curve: the headline's S3K, its control and every encoder it is compared with
+CURVE_VARIANTS = ("lpnet_s3k", "lpnet_s3k_nodecay", "lpnet_conv", "lpnet_mamba", "convnext")
 #: the steps curve's training lengths, as fractions of cfg.steps (each a whole schedule of its own)
 CURVE_FRACTIONS = (0.25, 0.5, 1.0)
 #: loss-curve points kept per fit

@@ -124,7 +124,7 @@ class Config(RuntimeConfig, BaseConfig):
 
     def run_budget(self) -> RunBudget:
         """Work: every datum x seed fits all 11 variants at `budget` stored numbers, the first datum each
-        rd_variant at every rd_budget and the 3 variants of the steps curve at a quarter and a half of `steps`, each
+        rd_variant at every rd_budget and the 5 variants of the steps curve at a quarter and a half of `steps`, each
         fit `steps` optimiser steps on the whole datum (frames x size^2 pixels; about 6 operations per parameter
         (stored numbers plus encoder) and pixel, SIREN's exact count, an upper bound for the convolutional
         encoders). Memory: one fit's activations (pixels x about sqrt(parameters) features per layer, kept for the
@@ -132,7 +132,7 @@ class Config(RuntimeConfig, BaseConfig):
         pixels = [self.size ** 2 * (self.frames if name == "shapes_video" else 1) for name in self.data]
         size = self.budget + self.enc_budget
         work = self.n_seeds * len(VARIANTS) * sum(train_ops(size, p * self.steps, self.steps) for p in pixels)
-        work += 3 * train_ops(size, pixels[0] * self.steps * 3 // 4, self.steps)  # the steps curve
+        work += 5 * train_ops(size, pixels[0] * self.steps * 3 // 4, self.steps)  # the steps curve's 5 encoders
         work += len(self.rd_variants) * sum(train_ops(b + self.enc_budget, pixels[0] * self.steps, self.steps)
                                             for b in self.rd_budgets)
         largest = max(self.budget, *self.rd_budgets) + self.enc_budget

@@ -61,22 +61,26 @@ def counter_range(ds: xr.Dataset) -> hv.Overlay:
 
 def length_generalisation(ds: xr.Dataset, language: str) -> hv.Overlay:
     """Trained models on ``language``: accuracy on the positions beyond the training length (at the training
-    length: all positions) against the test length, one curve per class (mean over seeds, every seed as a dot)."""
+    length: all positions) against the test length, one curve per class (mean over seeds, every seed as a dot; the
+    dotted line is the training length)."""
     items = []
     sub = ds.sel(language=language)
     acc = sub.accuracy_beyond.where(sub.factor > 1, sub.accuracy)
     lengths = sub.factor.values * int(ds.attrs["train_length"])
+    dims = ("test length", "accuracy")
     for kind in sub.kind.values:
         st = kind_style(str(kind))
         a = acc.sel(kind=kind)
-        items.append(hv.Curve((lengths, a.mean("seed").values), "test length", "accuracy", label=st["label"]).opts(
+        items.append(hv.Curve((lengths, a.mean("seed").values), *dims, label=f"{st['label']}: mean").opts(
             color=st["color"], line_width=2.2))
-        for seed in a.seed.values:
-            items.append(hv.Scatter((lengths, a.sel(seed=seed).values), "test length", "accuracy").opts(
-                color=st["color"], size=5, alpha=0.6))
+        dots = np.concatenate([np.stack([lengths, a.sel(seed=s).values], axis=1) for s in a.seed.values])
+        items.append(hv.Scatter(dots, *dims, label=f"{st['label']}: each seed").opts(
+            color=st["color"], size=6, alpha=0.55))
     items.append(hv.VLine(int(ds.attrs["train_length"])).opts(color="gray", line_dash="dotted", line_width=1))
     return hv.Overlay(items).opts(title=f"trained one-layer models on {language}", logx=True,
-                                  legend_position="bottom_left", **curve_opts(ylim=(0.3, 1.03), width=460))
+                                  legend_position="bottom", legend_cols=2, xticks=[int(x) for x in lengths],
+                                  **curve_opts(ylim=(0.3, 1.03), xlim=(lengths[0] / 1.3, lengths[-1] * 1.3),
+                                               width=460, height=430))
 
 
 def trained_overview(ds: xr.Dataset) -> hv.Layout:

@@ -173,15 +173,32 @@ def test_loo_r2_does_not_credit_the_shape_with_noise():
 def test_bad_config_names_field_value_and_allowed():
     with pytest.raises(ConfigError, match=r"burn_in_fractions=\(0.0, 0.5, 0.505\) is not allowed; allowed: "
                                           r"fractions whose burn-ins .* \(at N = 50: \(0, 25, 25\)\)"):
-        Config(burn_in_fractions=(0.0, 0.5, 0.505))  # 25.25 rounds to 25
+        Config(lengths=(50,), burn_in_fractions=(0.0, 0.5, 0.505))  # 25.25 rounds to 25
     with pytest.raises(ConfigError, match=r"burn_in_fractions=\(0.1, 0.5, 0.9\) is not allowed; allowed: values "
                                           r"starting with 0"):
         Config(burn_in_fractions=(0.1, 0.5, 0.9))
-    assert Config().burn_ins(100) == (0, 25, 50, 75, 90) and Config().burn_ins(50) == (0, 12, 25, 38, 45)
+    assert Config().burn_ins(200) == (0, 50, 110, 150, 180) and Config().burn_ins(50) == (0, 12, 28, 38, 45)
     with pytest.raises(ConfigError, match=r"system='pendulum' is not allowed; allowed: one of 'linear', 'rlc'"):
         Config.from_profile("ci", system="pendulum")
     with pytest.raises(ConfigError, match="models="):
         Config(models=("lstm", "transformer"))
+
+
+def test_the_benchmark_record_is_the_papers_rlc_data():
+    from lab.methods.tbptt import train as T
+
+    s = T.load_benchmark()
+    assert {k: v.shape for k, v in s.u.items()} == {"train": (6667, 1), "val": (3333, 1), "test": (3333, 1)}
+    assert {k: v.shape for k, v in s.y.items()} == {"train": (6667, 2), "val": (3333, 2), "test": (3333, 2)}
+    assert all(np.isfinite(v).all() for v in (*s.u.values(), *s.y.values()))
+    # the CSVs' statistics: input 83.2 V, capacitor voltage 98.7 V, inductor current 4.72 A (training record)
+    np.testing.assert_allclose(s.u["train"].std(0), [83.198], rtol=1e-4)
+    np.testing.assert_allclose(s.y["train"].std(0), [98.658, 4.7239], rtol=1e-4)
+    assert s.u["train"][0, 0] == pytest.approx(-2.1327, abs=1e-4) and s.y["train"][0].tolist() == [0.0, 0.0]
+    rec = T.load_records(Config())  # the default: standardised with the training record's statistics
+    np.testing.assert_allclose(rec.y["train"].mean(0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(rec.y["train"].std(0), 1.0, rtol=1e-9)
+    assert rec.n_in == 1 and rec.n_out == 2 and (T.BENCHMARK.parent / "README.md").read_text().count("MIT") >= 1
 
 
 @pytest.mark.parametrize("args, fragment", [

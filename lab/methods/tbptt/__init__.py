@@ -18,9 +18,12 @@ interior ``m* = N + 1/ln λ`` when the state forgets slowly (``λ`` near 1) and 
 ``m`` barely matters. Their tables: Silver-Box ``N = 100``, ``m* = 94``, training MSE -83%, test -51%; RLC circuit
 ``N = 200``, ``m* = 110``, -68% / -79%; Wiener-Hammerstein no gain from ``N >= 500``.
 
-**In this lab.** The benchmarks are simulated (:mod:`lab.datasets.systems`: the nonlinear RLC circuit with the
-paper's constants, a Silverbox-like Duffing oscillator, a linear one-state system, statsmodels series for
-forecasting); the paper's recorded data sets (small CSV files in the official repository) are not shipped.
+**In this lab.** The default system is the paper's own RLC benchmark record (the official repository's CSV files,
+MIT, shipped as ``benchmark/rlc.npz`` with their licence in ``benchmark/README.md``). The simulated systems of
+:mod:`lab.datasets.systems` remain choices (the nonlinear RLC circuit with the paper's constants but a wider-band
+input than the benchmark's, a Silverbox-like Duffing oscillator, a linear one-state system, statsmodels series for
+forecasting); on the simulated RLC circuit a quick-sized training showed no gain at N = 200 (a one-seed probe,
+2500 steps at lr 1.5e-2: -25% at m = 110, where the benchmark record gave +39%).
 :mod:`.model` (subsequences, the burn-in loss, LSTM / GRU / LRU regressors, the forgetting rate ``λ`` of a trained
 network and the bound's ``m*``, the bound's shape and its leave-one-out fit), :mod:`.fused` (a window length's whole
 LSTM grid trained at once: a stacked LSTM with a Numba kernel), :mod:`.train` (cached grids on

@@ -228,10 +228,7 @@ def test_ci_run_is_documented_and_measurable(slug, ci_result):
     assert len(res.claims) == len(registry.get(slug).claim_list)
     for r in res.claims:
         assert r.verdict in VERDICTS
-        # NaN only where the measure says it has nothing to judge (rate: no ablated agent reached the junction at
-        # ci, so no turn to judge), and then the claim cannot hold
-        assert math.isfinite(r.measured) or ("to judge" in r.detail and r.verdict == "fails"), \
-            f"{slug}.{r.name} not finite at ci: {r.detail}"
+        assert math.isfinite(r.measured), f"{slug}.{r.name} not finite at ci: {r.detail}"
         if r.control_why == "" and not r.verdict == "reported":
             assert r.control_measured is not None and np.isfinite(r.control_measured), \
                 f"{slug}.{r.name}: the ci run does not produce the control value ({r.control_detail})"

@@ -154,6 +154,29 @@ def test_controls_and_baselines_have_matched_parameter_counts():
     assert matched_width(cfg, "transformer", task) % cfg.n_heads == 0
 
 
+@pytest.mark.parametrize("run", ["transformer", "mamba"])
+def test_baselines_read_a_start_token_and_stay_causal(run):
+    """The baselines prepend a start token (its own id, output dropped): one output per input position, causal, and
+    the same tagger as without it once the start token's row is read."""
+    from lab.datasets.synthetic import make_task
+    from lab.methods.chaingpt.train import Started
+
+    task = make_task("cyclic", n=4, length=8, cache=False, modulus=3)
+    torch.manual_seed(0)
+    model = build(Config(), run, task)
+    assert isinstance(model, Started) and model.start == task.vocab_size
+    x = torch.randint(0, task.vocab_size, (2, 9))
+    x2 = x.clone()
+    x2[:, 5] = (x[:, 5] + 1) % task.vocab_size
+    a, b = model(x), model(x2)
+    assert a.shape == (2, 9, task.n_classes)
+    torch.testing.assert_close(a[:, :5], b[:, :5])
+    assert not torch.allclose(a[:, 5:], b[:, 5:])
+    start = torch.full((2, 1), task.vocab_size)
+    torch.testing.assert_close(a, model.tagger(torch.cat([start, x], 1))[:, 1:])
+    assert not isinstance(build(Config(baseline_start=False), run, task), Started)
+
+
 @pytest.mark.parametrize("field, value, allowed", [
     ("state_task", "z7", "one of 's3', 'a5', 'cyclic', 'parity'"),
     ("state_train_length", 0, "an integer in [2, 4096]"),

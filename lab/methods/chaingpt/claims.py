@@ -7,7 +7,8 @@ level claim; the paper's own bar is > 99% on MQAR at length 2048 with 256 pairs,
 Every learned control (the one-substep model, the window-alone model, the transformer and Mamba baselines) is checked
 for competence in the same run: its accuracy at its own training length must reach the same 90%, or its failing at
 the longest length proves nothing. The headline compares ChainGPT with the strongest baseline of the run: per seed,
-the better of the transformer and Mamba, by more than :data:`MARGIN` points on every seed.
+the better of the transformer and Mamba, by more than :data:`MARGIN` points on every seed. The baselines read a start
+token and train at their own learning rate for more steps than ChainGPT (:mod:`.train`, :class:`.config.Config`).
 """
 
 from __future__ import annotations

@@ -249,6 +249,9 @@ def test_claims_hold_on_a_swapping_network_and_its_averaging_control():
     # the MSE-trained control remembers the cued item as well: w_T cannot tell the two apart, so it is a report row
     assert results["target_weight"].verdict == "reported"
     assert results["target_weight"].control_measured >= 0.5
+    # as precise as the generator (both von Mises κ 20 about their centres): κ ratio near 1, a report row
+    assert results["precision"].verdict == "reported"
+    assert results["precision"].measured == pytest.approx(1.0, abs=0.3)
     assert results["multimodal"].control_measured < 0.1
     assert all(r.competent for r in results.values())
     assert [r.name for r in results.values() if r.headline] == ["multimodal"]
@@ -303,6 +306,13 @@ def test_claims_can_fail():
     resp[0, close] = np.random.default_rng(5).uniform(-np.pi, np.pi, int(close.sum()))
     vague["response"].loc[dict(model="ddpm")] = resp
     assert C.CLAIMS[2].evaluate(vague).verdict == "fails"
+    # an imprecise network: its κ a quarter of the generator's reads as 0.25, below the factor-2 tolerance
+    blunt = _synthetic(0.45, 0.05, 0.45, 0.05)
+    gen_kappa = float(blunt.mixture.sel(model="generator", subset="all", param="kappa")[0])
+    blunt["mixture"].loc[dict(model="ddpm", subset="all", param="kappa")] = gen_kappa / 4
+    precision = {c.name: c for c in C.CLAIMS}["precision"]
+    r = precision.evaluate(blunt)
+    assert r.measured == pytest.approx(0.25) and not precision.passes(r.measured)
     # a control that also swaps makes the check unable to discriminate
     both = _synthetic(0.45, 0.05, 0.45, 0.05)
     both["response"].loc[dict(model="mse")] = both.response.sel(model="ddpm").values

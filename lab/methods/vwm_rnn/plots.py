@@ -115,9 +115,14 @@ def discussion(ds: xr.Dataset) -> str:
                  f"{ds.attrs['generator_swap_rate']:.3f}; the fitted w_NT of its own draws differs from it where the "
                  "two colours are close, since a swap to a nearby colour looks like a target response.")
     lines.append(f"- The report noise of the surrogate behaviour is narrow (κ {spread(par('generator', 'kappa'))}); "
-                 f"the networks' responses are broader (DDPM κ {spread(par('ddpm', 'kappa'))}): at this scale "
-                 f"(n = {ds.attrs['hidden']} units, T = {ds.attrs['diffusion_steps']} reverse steps, minutes of "
-                 "training) the colour memory is coarse, and a broad target component absorbs part of the swaps.")
+                 f"the DDPM-trained RNN's responses are broader (κ {spread(par('ddpm', 'kappa'))}). On far trials, "
+                 f"where the MSE-trained RNN does not average, its κ is {spread(par('mse', 'kappa', 'far'))}: the "
+                 f"colour memory of this network holds the cued colour that precisely; the DDPM-trained RNN's κ "
+                 f"there is {spread(par('ddpm', 'kappa', 'far'))} and on close trials "
+                 f"{spread(par('ddpm', 'kappa', 'close'))}: at this scale (n = {ds.attrs['hidden']} units, "
+                 f"T = {ds.attrs['diffusion_steps']} reverse steps, minutes of training) the reverse-diffusion "
+                 "steps it learned are broad, most of all where it must pull the output toward one of two "
+                 "colours (close trials).")
     if "mse_mean_skill" in ds:
         lines.append(f"- **The control's competence**: the MSE-trained RNN's output captures "
                      f"{spread(ds.mse_mean_skill.values)} of the behaviour's mean (1 - Σ||x - m||² / Σ||m||²; 1 is "

@@ -40,6 +40,11 @@ minutes; from raw (cos, sin) slots it did not). :mod:`.model` (task, generator, 
 :mod:`.train` (cached runs on :func:`lab.core.train.fit`), :mod:`.experiment` (``run``), :mod:`.claims`,
 :mod:`.plots`; notebook ``13_vwm_rnn.ipynb``. Upstream code puria-radmard/behaviour_ddpm is not used; the facts
 marked [secondary] come from research notes on it and on the paper and are unverified here.
+
+**Regime.** At quick (96 units, 2000 steps) the DDPM-trained RNN's samples are too broad (κ about 5 against the
+generator's 39) and not bimodal on close trials, so the headline fails there; with 192 units and 20000 steps at
+lr 2e-3 (the ``full`` profile, about 15 minutes a seed on 2 cores) one seed matched the generator's swap rate,
+precision and non-target mode. The notebook's regime section lists every set-up tried.
 """
 
 from lab.registry import Method

@@ -308,7 +308,7 @@ def test_width_search_leaves_the_generator_alone():
 def test_mixed_lengths_cut_state_batches_to_prefixes_and_key_the_weights():
     """The mixed-length regime: state-task batches are prefixes (start token kept) of one length from the multiples of
     chunk in [min_train_length, train_length]; MQAR and the other models train at train_length; the regime and each
-    model's steps are in the weights' key."""
+    model's steps (transformer_steps, lru_steps, mqar_steps) are in the weights' key."""
     from lab.methods.psm.experiment import _splits
     from lab.methods.psm.train import _sampler, mixed_lengths, regime, training_key, training_steps
 
@@ -336,6 +336,11 @@ def test_mixed_lengths_cut_state_batches_to_prefixes_and_key_the_weights():
     assert "mixed_lengths" not in training_key(cfg, recall, "psm", 0)
     assert training_key(cfg, state, "transformer", 0)["steps"] == 7
     assert training_key(cfg, recall, "transformer", 0)["steps"] == cfg.steps
+    own = dataclasses.replace(cfg, lru_steps=5, mqar_steps=4)  # the baselines' and MQAR's own steps, keyed
+    assert [training_steps(own, m) for m in ("psm", "transformer", "lru", "mamba")] == [cfg.steps, 7, 5, cfg.steps]
+    assert {training_steps(own, m, "mqar") for m in own.models} == {4}
+    assert training_key(own, state, "lru", 0)["steps"] == 5 and training_key(own, recall, "psm", 0)["steps"] == 4
+    assert regime(own, recall, "transformer").endswith("4 steps")
     with pytest.raises(ConfigError, match="min_train_length"):
         Config(min_train_length=32)
 

@@ -130,7 +130,8 @@ def _competent(task: str, models) -> tuple[Competence, ...]:
 #: why the MQAR rows are report rows at chunk 1
 MQAR_REGIME = ("reported either way: the paper's near-perfect MQAR is at c = 64, where a chunk state holds 64 rows "
                "and the pairs of a sequence fit in a few chunks; at c = 1 (the state-tracking regime, trained"
-               " here) every key-value pair must pass through one-row states and the non-associative tree")
+               " here) every key-value pair must pass through one-row states and the non-associative tree; trained"
+               " for `mqar_steps` only (the detail gives each model's steps), a report row, not a verdict")
 
 
 def _matches(task: str, what: str) -> Claim:

@@ -24,10 +24,10 @@ class Config(RuntimeConfig, BaseConfig):
     PROFILES: ClassVar = {
         "ci": dict(train_length=8, test_factors=(1, 4), n_train=64, n_test=16, steps=3, batch_size=16,
                    d_model=16, n_seeds=1, stream_chunks=(1, 3, 8, 16), stream_batch=2, trace_chunks=64,
-                   transformer_steps=0),
+                   transformer_steps=0, lru_steps=0, mqar_steps=0),
         "quick": {},
         "full": dict(state_task="a5", train_length=16, test_factors=(1, 2, 4, 8, 10), n_train=20_000, n_test=500,
-                     steps=4000, transformer_steps=0, d_model=64, n_seeds=3,
+                     steps=4000, transformer_steps=0, lru_steps=0, mqar_steps=0, d_model=64, n_seeds=3,
                      stream_chunks=(1, 2, 3, 7, 16, 37, 64, 100, 128),
                      mqar_vocab=64, mqar_pairs=4, mqar_queries=4, models=MODELS),
     }
@@ -75,7 +75,17 @@ class Config(RuntimeConfig, BaseConfig):
     transformer_steps: Annotated[int, Range(0, 1_000_000)] = 2000
     """Optimiser steps of the causal transformer baseline on the state task (0: `steps`): the no-position transformer
     needs more steps than the others to fit parity at the training length, its competence (3 seeds: width 40, 800
-    steps 78-97%, 2000 steps 97.9-99.8%; width 78 (quick), 2000 steps 95.6-99.2%). On MQAR it trains `steps`."""
+    steps 78-97%, 2000 steps 97.9-99.8%; width 78 (quick), 2000 steps 95.6-99.2%). On MQAR it trains `mqar_steps`."""
+    lru_steps: Annotated[int, Range(0, 1_000_000)] = 600
+    """Optimiser steps of the LRU baseline on the state task (0: `steps`): it fits parity at the training length long
+    before `steps` (loss under 0.05 by step 400 of 1200), and at 600 steps its accuracy past the training length at
+    4x is that of 1200 (60.3/52.7/59.1% against 61.1/52.6/58.6%, seeds 0-2). Mamba keeps `steps`: at 600 its 4x
+    accuracy fell 0.2-2.9 pt (56.2/54.9/53.9% against 57.7/57.8/54.1%), a weaker baseline."""
+    mqar_steps: Annotated[int, Range(0, 1_000_000)] = 300
+    """Optimiser steps of every model on MQAR (0: `steps`). MQAR is a report row here (the paper's regime is chunk
+    64, ours chunk 1), so quick trains it briefly: at 300 steps the transformer and Mamba fit it, the PSM and LRU do
+    not: at the training length, 300 steps: transformer 100%, Mamba 96-99%, PSM 44-55%, LRU 57-58%; 1200 steps
+    (4x the time): 100%, 99-100%, 66-80%, 58-64% (seeds 0-2). The PSM does not fit MQAR at chunk 1 either way."""
     mixed_models: Annotated[tuple[str, ...], Choices(*MODELS), Each(min_len=0, unique=True)] = ("psm",)
     """Models trained over mixed lengths on the state task: each batch is cut to one length drawn uniformly from
     the multiples of chunk in [min_train_length, train_length] (a prefix of a state-tracking sequence is itself one),
@@ -107,6 +117,15 @@ class Config(RuntimeConfig, BaseConfig):
     def test_lengths(self) -> tuple[int, ...]:
         return tuple(f * self.train_length for f in self.test_factors)
 
+    def model_steps(self, name: str, kind: str = "state") -> int:
+        """Optimiser steps of model ``name`` on the task kind ``kind`` ('state' or 'recall'): `mqar_steps` on MQAR,
+        `transformer_steps` (the transformer) and `lru_steps` (the LRU) on the state task, each 0: `steps`."""
+        if kind == "recall":
+            return self.mqar_steps or self.steps
+        if name == "transformer" and self.transformer_steps:
+            return self.transformer_steps
+        return self.lru_steps if name == "lru" and self.lru_steps else self.steps
+
     def validate(self) -> None:
         if self.train_length % self.chunk:
             raise bad_value("chunk", self.chunk, f"a divisor of train_length={self.train_length}")
@@ -124,21 +143,20 @@ class Config(RuntimeConfig, BaseConfig):
                             f"at least 2 * mqar_pairs + mqar_queries = {2 * self.mqar_pairs + self.mqar_queries}")
 
     def run_budget(self) -> Budget:
-        """Work: 2 tasks x len(models) x n_seeds trainings (each model its own steps: `transformer_steps` for the
-        transformer; the mixed-length models on the state task at the mean of their lengths) of batch_size
-        sequences through about 3 psm_layers transformer blocks of 12 d_model^2 weights (the PSM's encoder,
-        aggregator on the scan's ~2n combines, and inference; the baselines matched in size, the transformer
-        attending to the whole prefix), the tests at every test length (n_test sequences, 256 a batch), and the
-        streaming checks (stream_chunks x stream_batch sequences in three bracketings). Memory: a batch's activations
-        and attention scores at the longest test length, the data sets (int64 tokens and labels)."""
+        """Work: 2 tasks x len(models) x n_seeds trainings (each model its own steps, `model_steps`; the
+        mixed-length models on the state task at the mean of their lengths) of batch_size sequences through about 3
+        psm_layers transformer blocks of 12 d_model^2 weights (the PSM's encoder, aggregator on the scan's ~2n
+        combines, and inference; the baselines matched in size, the transformer attending to the whole prefix), the
+        tests at every test length (n_test sequences, 256 a batch), and the streaming checks (stream_chunks x
+        stream_batch sequences in three bracketings). Memory: a batch's activations and attention scores at the
+        longest test length, the data sets (int64 tokens and labels)."""
         d, L = self.d_model, self.train_length
         block = 12.0 * d * d
         layers = 3 * self.psm_layers + self.baseline_layers
         memory, work = 0.0, 0.0
         for task in ("state", "recall"):
             for name in self.models:
-                longer = name == "transformer" and task == "state" and self.transformer_steps
-                steps = self.transformer_steps if longer else self.steps
+                steps = self.model_steps(name, task)
                 mixed = task == "state" and name in self.mixed_models
                 length = (min(self.min_train_length, L) + L) / 2 if mixed else L
                 mem, ops = training(self.n_seeds, steps, self.batch_size, length, 2 * block * layers, d, layers,
@@ -157,4 +175,5 @@ class Config(RuntimeConfig, BaseConfig):
                                                                         "test_factors", "d_model", "n_seeds",
                                                                         "n_train", "n_test", "psm_layers",
                                                                         "transformer_steps", "mixed_models",
-                                                                        "min_train_length"))
+                                                                        "min_train_length", "lru_steps",
+                                                                        "mqar_steps"))

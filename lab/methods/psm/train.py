@@ -105,10 +105,9 @@ def mixed_lengths(cfg: Config, task: TokenTask, name: str) -> tuple[int, ...] | 
 
 
 def training_steps(cfg: Config, name: str, task: str = "state") -> int:
-    """Optimiser steps of ``name`` on ``task`` (a task name or kind): ``transformer_steps`` for the causal transformer
-    on the state task when set, else ``steps``."""
-    state = task not in ("mqar", "recall")
-    return cfg.transformer_steps if name == "transformer" and state and cfg.transformer_steps else cfg.steps
+    """Optimiser steps of ``name`` on ``task`` (a task name or kind): :meth:`Config.model_steps` (``mqar_steps`` on
+    MQAR, ``transformer_steps`` / ``lru_steps`` for those baselines on the state task, else ``steps``)."""
+    return cfg.model_steps(name, "recall" if task in ("mqar", "recall") else "state")
 
 
 def regime(cfg: Config, task: TokenTask, name: str) -> str:

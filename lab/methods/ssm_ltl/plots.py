@@ -85,7 +85,7 @@ def length_generalisation(ds: xr.Dataset, language: str) -> hv.Overlay:
 
 def trained_overview(ds: xr.Dataset) -> hv.Layout:
     """:func:`length_generalisation` for every trained language, side by side."""
-    return hv.Layout([length_generalisation(ds, str(lang)) for lang in ds.language.values]).cols(3)
+    return hv.Layout([length_generalisation(ds, str(lang)) for lang in ds.language.values]).cols(2)
 
 
 def expressible_vs_learnable(ds: xr.Dataset) -> hv.Overlay:

@@ -50,7 +50,9 @@ def accuracy_vs_factor(ds: xr.Dataset, task: str = "state") -> hv.Overlay:
             items.append(hv.Scatter((ds.factor.values, acc.sel(seed=s).values), "length factor",
                                     "accuracy (%)").opts(color=st["color"], size=5, alpha=0.6))
     return hv.Overlay(items).opts(title=f"{ds.attrs[f'{task}_task']}: accuracy past the training length (1x: all)",
-                                  legend_position="top_right", logx=True, **curve_opts())
+                                  # the state curves fall from 100 and leave the lower left free; MQAR's do not
+                                  legend_position="bottom_left" if task == "state" else "top_right", logx=True,
+                                  **curve_opts())
 
 
 def streaming_agreement(ds: xr.Dataset) -> hv.Overlay:

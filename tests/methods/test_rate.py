@@ -442,6 +442,11 @@ def test_live_rollout_returns_what_it_says(ci_result):
     assert mg["positions"].shape[1] == 2 and mg["clue"] in (-1, 1)
     curve = live.success_curve("ci", ["rate", "dt_short"])
     assert list(curve.variant.values) == ["rate", "dt_short"] and curve.success.dims == ("seed", "variant", "length")
+    shown = live.shown_length(curve)
+    assert shown in curve.length.values and shown <= 10 * curve.attrs["train_max"]
+    assert all(L <= shown or L > 10 * curve.attrs["train_max"] for L in curve.length.values)
+    with pytest.raises(ConfigError, match="factor=0 is not allowed"):
+        live.shown_length(curve, factor=0)
     for plot in (plots.rollout_plot(ep), plots.memory_attention_plot(ep), plots.success_plot(curve),
                  plots.rollout_plot(mg)):
         assert plot is not None

@@ -104,3 +104,12 @@ def success_curve(profile: str = "quick", variants=None) -> xr.Dataset:
             raise bad_value("variants", tuple(variants), "a non-empty subset of " + ", ".join(VARIANTS))
         ds = ds.sel(variant=variants)
     return ds
+
+
+def shown_length(ds: xr.Dataset, factor: int = 10) -> int:
+    """The longest corridor of a :func:`success_curve` Dataset within ``factor`` times the training length: the one
+    the notebook's watched episode runs on."""
+    fitting = [int(L) for L in ds.length.values if L <= factor * ds.attrs["train_max"]]
+    if not fitting:
+        raise bad_value("factor", factor, f"a factor that keeps at least one of the lengths {list(ds.length.values)}")
+    return max(fitting)

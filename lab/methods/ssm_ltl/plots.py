@@ -78,9 +78,9 @@ def length_generalisation(ds: xr.Dataset, language: str) -> hv.Overlay:
             color=st["color"], size=6, alpha=0.55))
     items.append(hv.VLine(int(ds.attrs["train_length"])).opts(color="gray", line_dash="dotted", line_width=1))
     return hv.Overlay(items).opts(title=f"trained one-layer models on {language}", logx=True,
-                                  legend_position="bottom", legend_cols=2, xticks=[int(x) for x in lengths],
-                                  **curve_opts(ylim=(0.3, 1.03), xlim=(lengths[0] / 1.3, lengths[-1] * 1.3),
-                                               width=460, height=430))
+                                  legend_position="bottom_left", legend_cols=2, xticks=[int(x) for x in lengths],
+                                  **curve_opts(ylim=(0.0, 1.03), xlim=(lengths[0] / 1.3, lengths[-1] * 1.3),
+                                               width=460, height=400))
 
 
 def trained_overview(ds: xr.Dataset) -> hv.Layout:

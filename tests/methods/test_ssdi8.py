@@ -203,25 +203,25 @@ def test_input_group_quantises_x_per_channel_and_B_C_per_group():
     assert _rel(expect, ref) < _rel(M.ssd_variant("input_only", x, dt, A, B, C, D, scales, 16), ref)
 
 
-def test_paired_z():
-    from lab.methods.ssdi8.claims import paired_z
+def test_clustered_difference():
+    from scipy.stats import t as student_t
 
+    from lab.methods.ssdi8.claims import CONFIDENCE, MARGIN, clustered_difference
+
+    assert MARGIN == pytest.approx(100 * (math.log(7.49) / math.log(7.25) - 1)) and 1.6 < MARGIN < 1.7
     a = np.array([1.0, 2.0, 3.0, 4.0])
-    mean, se, z = paired_z(a + 0.5 + np.array([0.1, -0.1, 0.1, -0.1]), a)
-    assert mean == pytest.approx(0.5) and se == pytest.approx(np.std([0.1, -0.1] * 2, ddof=1) / 2)
-    assert z == pytest.approx(mean / se)
-    assert paired_z(a, a) == (0.0, 0.0, 0.0) and paired_z(a + 1, a)[2] == math.inf
-
-
-def test_int8_bench_runs_and_says_which_is_faster(monkeypatch):
-    from lab.bench import int8
-
-    monkeypatch.setattr(int8, "QUICK", dict(batch=1, length=64, heads=2, headdim=8, groups=2, state=4, chunk=16))
-    monkeypatch.setattr(int8, "LARGE_GEMM", (64, 32, 32))
-    ds = int8.run_int8_bench(quick=True, progress=False)
-    assert (ds.ssd_time > 0).all() and (ds.gemm_time > 0).all()
-    text = int8.format_int8_bench(ds)
-    assert "int8" in text and ("slower" in text or "faster" in text)
+    # one sequence per file: CR1 is sqrt(G / (G - 1)) x the residuals' root sum of squares / n
+    d = clustered_difference(a + 0.5 + np.array([0.1, -0.1, 0.1, -0.1]), a, np.arange(4))
+    iid = np.std([0.1, -0.1] * 2, ddof=1) / 2
+    assert d.mean == pytest.approx(0.5) and d.naive_se == pytest.approx(iid)
+    assert d.se == pytest.approx(math.sqrt(4 / 3 * 4 * 0.01) / 4) and d.files == 4
+    assert d.upper == pytest.approx(0.5 + student_t.ppf(CONFIDENCE, 3) * d.se) and d.z == pytest.approx(0.5 / d.se)
+    # two files whose sequences move together: the clustered standard error sees it, the i.i.d. one does not
+    shift = np.array([0.1, 0.1, -0.1, -0.1])
+    d = clustered_difference(a + shift, a, [0, 0, 1, 1])
+    assert d.files == 2 and d.se > 1.5 * d.naive_se
+    assert clustered_difference(a + shift, a, [5, 5, 5, 5]).se == math.inf  # one file: no bound
+    assert clustered_difference(a, a, [0, 0, 1, 1]).z == 0.0
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -378,7 +378,7 @@ def test_count_model_losses_by_hand():
     """'abab...' for training: the bigram knows what follows; evaluation 'abab' and 'abba'."""
     train = torch.tensor([97, 98] * 50)
     ev = torch.tensor([[97, 98, 97, 98], [97, 98, 98, 97]])
-    uni, big = T.count_model_losses(T.Corpus(train, ev[:1], ev, {}))
+    uni, big = T.count_model_losses(T.Corpus(train, ev[:1], ev, {}, np.zeros(len(ev), int)))
     p_uni = 51 / (100 + T.VOCAB)  # add-one: 50 of each letter + 1, over 100 + VOCAB
     assert uni == pytest.approx(-math.log(p_uni))
     after_a, after_b = (50 + 1) / (50 + T.VOCAB), (49 + 1) / (49 + T.VOCAB)  # a->b 50 times, b->a 49 times

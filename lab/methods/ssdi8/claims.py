@@ -12,16 +12,21 @@ split, on the same evaluation files.
 Two settings: the model with injected, function-preserving outlier channels (a stand-in for a large model's
 outliers: per-tensor scales fail there through those channels) and the model's own activations (the paper's
 reason, channel-varying activations, as this small model has them). The headline is the paper's W8A8 result on the
-model's own activations. The CPU speed and memory of the INT8 path are report rows: measured on this machine, no
+model's own activations as a non-inferiority test against the strongest input-only quantiser: the margin (1.64%
+relative loss, the paper's W8A8 distance of SSDi8 to FP16 on Mamba2-8B) was fixed before the run, and the upper
+confidence bound uses a standard error clustered by evaluation file (the ~1024 windows come from ~70 files and are
+not independent). The CPU speed and memory of the INT8 path are report rows: measured on this machine, no
 GPU figure claimed.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy.stats import t as student_t
 
 from lab.claims import Claim, Competence, Measurement, over_seeds
 
@@ -54,39 +59,79 @@ def _loss_rise(variant: str, weights: str, var: str = "loss", own: bool = False)
     return measure
 
 
-#: the paired difference of two variants' evaluation losses, in standard errors, that counts as "worse"
-NOISE_Z = 2.0
+#: the paper's WikiText2 perplexities of Mamba2-8B at W8A8 [secondary, via the research notes]: FP16, SSDi8 and
+#: Quamba2 (input quantisation, the SSD in float)
+PAPER_W8A8_PPL = {"fp16": 7.25, "ssdi8": 7.49, "quamba2": 7.79}
+#: the headline's non-inferiority margin (%), fixed before the run from the paper: the relative loss increase of
+#: SSDi8 at W8A8 over FP16 that the paper reports as "accuracy comparable to FP16", ln 7.49 / ln 7.25 - 1 = 1.64%
+MARGIN = 100.0 * (math.log(PAPER_W8A8_PPL["ssdi8"]) / math.log(PAPER_W8A8_PPL["fp16"]) - 1.0)
+#: one-sided confidence of the non-inferiority bound
+CONFIDENCE = 0.95
 
 
-def paired_z(a, b) -> tuple[float, float, float]:
-    """Mean of ``a - b`` (paired per evaluation sequence), its standard error and their ratio (``+inf`` when the
-    standard error is zero and the mean positive, 0 when both are)."""
+@dataclass(frozen=True)
+class Difference:
+    """Mean of a paired difference over evaluation sequences, with a standard error clustered by source file.
+
+    Attributes:
+        mean: mean of ``a - b``. se: its cluster-robust standard error (CR1: the residual sums per file, times
+            G / (G - 1)); ``inf`` with fewer than two files. files: G, the files with a sequence.
+        upper: one-sided upper confidence bound, ``mean + t(CONFIDENCE, G - 1) se``. naive_se: the standard error
+            that treats every sequence as independent (shown beside, not used).
+    """
+
+    mean: float
+    se: float
+    files: int
+    upper: float
+    naive_se: float
+
+    @property
+    def z(self) -> float:
+        """``mean / se`` (0 when both are 0, +-inf when only the standard error is)."""
+        if self.se > 0:
+            return self.mean / self.se
+        return 0.0 if self.mean == 0 else math.copysign(math.inf, self.mean)
+
+
+def clustered_difference(a, b, cluster) -> Difference:
+    """The paired difference ``a - b`` per evaluation sequence, its mean and a standard error clustered by
+    ``cluster`` (the source file of each sequence: windows of one file share its style, so they are not
+    independent; 1024 windows come from about 70 files)."""
     d = np.asarray(a, float) - np.asarray(b, float)
-    mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
-    z = mean / se if se > 0 else (math.inf if mean > 0 else 0.0)
-    return mean, se, z
+    _, group = np.unique(np.asarray(cluster), return_inverse=True)
+    n, g = len(d), int(group.max()) + 1 if len(d) else 0
+    mean = float(d.mean())
+    naive = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    if g < 2:
+        return Difference(mean, math.inf, g, math.inf, naive)
+    sums = np.bincount(group, weights=d - mean, minlength=g)
+    se = math.sqrt(g / (g - 1) * float(np.sum(sums ** 2))) / n
+    return Difference(mean, se, g, mean + float(student_t.ppf(CONFIDENCE, g - 1)) * se, naive)
 
 
-def _worse_than_baseline(variant: str, statistic: str):
-    """How many standard errors ``variant``'s loss lies above the strongest input-only quantiser's (per trained
-    model), paired over the evaluation sequences, at W8A8 on the model's own activations; over the seeds, the
-    ``statistic`` (``max``: the worst seed for the method; ``min``: the control's seed nearest to passing)."""
+def _excess_bound(variant: str, statistic: str):
+    """Non-inferiority: per trained model, the upper one-sided 95% bound (clustered by file) of ``variant``'s
+    relative loss excess (%) over the strongest input-only quantiser, at W8A8 on the model's own activations; over
+    the seeds, the ``statistic`` (``max``: the worst seed for the method; ``min``: the control's seed nearest to
+    passing)."""
 
     def measure(ds: xr.Dataset) -> Measurement:
-        zs, parts = [], []
+        bounds, parts = [], []
         for seed in ds.seed.values:
             seq = ds.seq_loss_seeds.sel(seed=seed)
             base = min(("input_only", "input_group"), key=lambda v: float(seq.sel(candidate=v).mean()))
-            fp = float(seq.sel(candidate="fp32").mean())
-            mean, se, z = paired_z(seq.sel(candidate=variant).values, seq.sel(candidate=base).values)
-            zs.append(z)
-            rise = {v: 100 * math.expm1(float(seq.sel(candidate=v).mean()) - fp) for v in (variant, base)}
-            parts.append(f"seed {int(seed)}: {rise[variant]:+.3f}% vs {base} {rise[base]:+.3f}%, "
-                         f"{mean:+.1e} ± {se:.0e} ({z:+.1f} SE)")
-        return over_seeds(zs, statistic, f"{variant} at w8a8, own activations, perplexity over the W8A8 "
-                                         "projections alone (float SSD) against the strongest input-only quantiser, "
-                                         f"loss difference over {ds.sizes['eval_seq']} evaluation sequences: "
-                          + "; ".join(parts) + f" (the {statistic} over seeds; the paper's W8A8 gap to FP16 +3.3%)")
+            ref = float(seq.sel(candidate=base).mean())
+            d = clustered_difference(seq.sel(candidate=variant).values, seq.sel(candidate=base).values,
+                                     ds.eval_file.values)
+            bounds.append(100.0 * d.upper / ref)
+            parts.append(f"seed {int(seed)}: {100 * d.mean / ref:+.4f}% ± {100 * d.se / ref:.4f}% over {base} "
+                         f"(bound {bounds[-1]:+.4f}%; {d.z:+.1f} clustered SE, {d.mean / d.naive_se:+.1f} i.i.d. SE)")
+        return over_seeds(bounds, statistic,
+                          f"{variant} at w8a8, own activations, loss over the strongest input-only quantiser, "
+                          f"{ds.sizes['eval_seq']} evaluation sequences from {len(np.unique(ds.eval_file))} files "
+                          f"(standard error clustered by file, one-sided {CONFIDENCE:.0%} bound): " + "; ".join(parts)
+                          + f" (the {statistic} over seeds; margin {MARGIN:.2f}%)")
 
     return measure
 
@@ -95,11 +140,11 @@ def _part_cost(ds: xr.Dataset) -> Measurement:
     """Inside SSDi8 at W8A8 on the model's own activations: how many standard errors the loss rises when B and C
     get one scale per tensor in place of one per group (the other parts, one at a time, in the detail)."""
     ref = ds.seq_loss_own.sel(variant="ssdi8", weights="w8a8").values
-    z = {str(p): paired_z(ds.seq_loss_part.sel(part=p).values, ref) for p in ds.part.values}
-    return Measurement(z["B_C"][2], "one part per tensor inside SSDi8 at w8a8, loss difference to SSDi8 over "
-                                    f"{len(ref)} evaluation sequences: " + "; ".join(
-                                        f"{p.replace('_', ', ')} {m:+.1e} ± {se:.0e} ({zz:+.1f} SE)"
-                                        for p, (m, se, zz) in z.items()))
+    z = {str(p): clustered_difference(ds.seq_loss_part.sel(part=p).values, ref, ds.eval_file.values)
+         for p in ds.part.values}
+    parts = "; ".join(f"{p.replace('_', ', ')} {d.mean:+.1e} ± {d.se:.0e} ({d.z:+.1f} SE)" for p, d in z.items())
+    return Measurement(z["B_C"].z, f"one part per tensor inside SSDi8 at w8a8, loss difference to SSDi8 over "
+                                   f"{len(ref)} evaluation sequences (standard error clustered by file): {parts}")
 
 
 def correction_ceiling(coef: float) -> float:
@@ -229,23 +274,26 @@ CLAIMS = [
     Claim(
         name="w8a8_own_int8_ssd_matches_input_only",
         statement="On the model's own activations (no injected outliers), W8A8 with the whole SSD in INT8 (SSDi8: "
-                  "axis-aware scales, integer state passing, correction) is not measurably worse than the strongest "
-                  "input-only quantiser, which keeps the SSD after its inputs in float, on any of the trained "
-                  "models; with one scale per tensor the INT8 SSD is, on every one",
+                  "axis-aware scales, integer state passing, correction) is non-inferior to the strongest input-only "
+                  "quantiser, which keeps the SSD after its inputs in float: on every trained model the upper "
+                  "one-sided 95% bound of its relative loss excess (standard error clustered by source file) stays "
+                  f"below the paper's tolerance {MARGIN:.2f}%; with one scale per tensor the INT8 SSD does not, on "
+                  "any",
         source="paper: INT8 through the whole SSD at accuracy comparable to FP16 and above Quamba2 (input "
                "quantisation, float SSD); Mamba2-8B W8A8 perplexity 7.49 vs Quamba2 7.79, FP16 7.25 [secondary]",
-        measure=_worse_than_baseline("ssdi8", "max"),
+        measure=_excess_bound("ssdi8", "max"),
         op="<",
-        threshold=NOISE_Z,
-        threshold_source="a paired difference of 2 standard errors over the evaluation sequences (the usual ~95% "
-                         "convention): above it the INT8 SSD is measurably worse than the best input-only baseline "
-                         "(per tensor, Quamba-style; or per channel and group, Quamba2-style); on every trained "
+        threshold=MARGIN,
+        threshold_source="non-inferiority margin fixed from the paper before the run: the loss increase the paper "
+                         "calls comparable to FP16, SSDi8's W8A8 WikiText2 perplexity over FP16's on Mamba2-8B as "
+                         "relative loss, ln 7.49 / ln 7.25 - 1 = 1.64% [secondary]; the bound: mean excess + "
+                         "t(0.95, files - 1) x its standard error clustered by evaluation file; on every trained "
                          "model (the worst seed)",
-        unit="standard errors",
-        control=_worse_than_baseline("per_tensor", "min"),
+        unit="% loss (upper bound)",
+        control=_excess_bound("per_tensor", "min"),
         control_label="the same INT8 SSD with one scale per tensor (x, B, C, CB, states), same weights and "
-                      "activations: shows the comparison can detect a worse INT8 path (it must lie 2 standard "
-                      "errors above on every seed: the least over seeds)",
+                      "activations, held to the same margin: it must not be shown non-inferior on any seed (the "
+                      "least bound over seeds at or above the margin)",
         competence=FLOAT_MODEL_LEARNED,
         headline=True,
     ),
@@ -264,14 +312,14 @@ CLAIMS = [
     Claim(
         name="per_group_B_C_matters",
         statement="Inside SSDi8 at W8A8 on the model's own activations, one scale per tensor for B and C in place of "
-                  "one per group: its loss above SSDi8's in paired standard errors (x, C·Bᵀ and the states per "
-                  "tensor, one at a time, in the detail)",
+                  "one per group: its loss above SSDi8's in paired standard errors clustered by evaluation file (x, "
+                  "C·Bᵀ and the states per tensor, one at a time, in the detail)",
         source="paper: axis-aware scales, B and C per group",
         measure=_part_cost,
         op=">=",
-        threshold=NOISE_Z,
-        threshold_source="shown, no verdict: which of the per-tensor control's scales the loss can see on this "
-                         "model's own activations",
+        threshold=2.0,
+        threshold_source="shown, no verdict (2 standard errors, the ~95% convention): which of the per-tensor "
+                         "control's scales the loss can see on this model's own activations",
         unit="standard errors",
         report=True,
     ),

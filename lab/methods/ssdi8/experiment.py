@@ -54,6 +54,9 @@ SCHEMA = Schema(
     Var("seq_loss_seeds", ("seed", "candidate", "eval_seq"), "next-character cross-entropy of each evaluation "
         "sequence at W8A8 on the model's own activations, per trained model (the headline's comparison; the first "
         "seed's values are seq_loss_own's)", "nats/char"),
+    Var("eval_file", ("eval_seq",), "the evaluation file each evaluation sequence starts in (index among the files "
+        "read; the sequences of one file are not independent: the claims' standard errors are clustered by it)",
+        dtype=int),
     Var("unigram_loss", (), "evaluation loss of character frequencies of the training split (add-one smoothed; "
                             "all n_eval sequences)", "nats/char"),
     Var("bigram_loss", (), "evaluation loss of a bigram count model of the training split (add-one smoothed; all "
@@ -280,6 +283,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         w_head = "w8a8" if "w8a8" in weights else weights[-1]
         first = res["seq_loss_own"][...][[M.VARIANTS.index(v) for v in CANDIDATES], weights.index(w_head)]
         res["seq_loss_seeds"] = _headline_seeds(cfg, corpus, torch.cat([grid, rest]), first, weights, bar)
+        res["eval_file"] = corpus.eval_file[np.concatenate([on_grid, off_grid])]  # the order of seq_loss_own
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
         # coefficient 1: the whole calibration mean error
         res["loss_full_correction"], res["ssd_error_full_correction"] = _evaluate_full(

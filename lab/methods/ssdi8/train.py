@@ -28,7 +28,7 @@ from lab.core.train import fit, seed_everything
 from lab.methods.ssdi8.config import Config
 
 __all__ = ["CORPUS_VERSION", "VOCAB", "WEIGHTS_VERSION", "Corpus", "build_model", "corpus_files", "encode",
-           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "trained_model"]
+           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "trained_model", "window_files"]
 
 #: bump when the corpus or the training changes for an unchanged config (invalidates the caches)
 CORPUS_VERSION = 1
@@ -48,12 +48,16 @@ class Corpus:
         train: ``(n_train_chars,)`` a stream (training draws random windows).
         calib: ``(n_calib, seq_len + 1)`` calibration sequences. eval: ``(n_eval, seq_len + 1)`` evaluation ones.
         files: files read per split.
+        eval_file: ``(n_eval,)`` the evaluation file (index among those read) in which each evaluation sequence
+            starts: sequences from one file share its style, so their losses are not independent (the claims'
+            standard errors are clustered by it).
     """
 
     train: torch.Tensor
     calib: torch.Tensor
     eval: torch.Tensor
     files: dict
+    eval_file: np.ndarray
 
 
 def corpus_files() -> list[Path]:
@@ -93,6 +97,15 @@ def _windows(stream: np.ndarray, n: int, length: int) -> np.ndarray:
     return np.stack([stream[s: s + length] for s in starts])
 
 
+def window_files(files: list[Path], n: int, length: int) -> np.ndarray:
+    """The file (index in ``files``) in which each of :func:`_windows`' ``n`` windows of ``length`` starts, for the
+    stream :func:`_read` makes of ``files`` (all of them read: the first ``files_eval`` of the split)."""
+    sizes = np.cumsum([len(encode(p.read_text(encoding="utf-8", errors="replace"))) for p in files])
+    stream = min(SPREAD * n * length, int(sizes[-1]))
+    starts = np.linspace(0, stream - length, n).astype(np.int64)
+    return np.searchsorted(sizes, starts, side="right")
+
+
 def grid_index(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices of ``n_grid`` evenly spaced rows of ``n`` (first and last included) and of the other rows, both
     ascending: the evaluation sequences of the whole grid of settings and the rest."""
@@ -126,7 +139,8 @@ def load_corpus(cfg: Config) -> Corpus:
         ds = build()
     t = {k: torch.as_tensor(ds[k].values.astype(np.int64)) for k in ("train", "calib", "eval")}
     files = {k: int(ds.attrs[f"files_{k}"]) for k in ("train", "calib", "eval")}
-    return Corpus(t["train"], t["calib"], t["eval"], files)
+    ev_files = window_files(corpus_files()[9::10][: files["eval"]], cfg.n_eval, L)
+    return Corpus(t["train"], t["calib"], t["eval"], files, ev_files)
 
 
 def count_model_losses(corpus: Corpus) -> tuple[float, float]:

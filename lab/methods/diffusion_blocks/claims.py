@@ -119,23 +119,27 @@ CLAIMS = [
     Claim(
         name="blocks_match_e2e_accuracy",
         statement="B blocks trained one at a time, classifying by denoising the label embedding, come within 3 "
-                  "points of the same transformer trained end to end (the gap on the worst seed)",
-        source="paper, ViT on CIFAR-100: 59.30% (DiffusionBlocks) vs 60.25% (end to end)",
+                  "points of the same transformer trained end to end (the gap on the worst seed), each block "
+                  "given as many updates x batch as the end-to-end network",
+        source="paper, ViT on CIFAR-100: 59.30% (DiffusionBlocks) vs 60.25% (end to end), a gap of 0.95 pt",
         measure=difference(ACC["e2e"], ACC["blocks"], statistic=WORST["<="], what="accuracy gap", note=_test_set),
         op="<=",
         threshold=3.0,
-        threshold_source="the lab's plan: within 3 points of end to end",
+        threshold_source="the paper's gap (about 1 pt) plus our test set's noise: on 1000 test examples near 85% "
+                         "the standard error of a difference of two accuracies is about 1.6 pt",
         unit="pt",
-        control=difference(ACC["e2e"], ACC["small"], statistic=WORST["<="], what="accuracy gap", note=_test_set),
-        control_label="one block's size (L/B layers) trained end to end: must fall more than 3 points short, "
-                      "else the task does not need the depth the blocks recover",
+        control=difference(ACC["e2e"], ACC["small"], statistic="min", what="accuracy gap", note=_test_set),
+        control_label="one block's size (L/B layers) trained end to end: must fall more than 3 points short on "
+                      "every seed (the smallest gap), else the task does not need the depth the blocks recover",
         competence=(E2E_CLASSIFIER, SMALL_CLASSIFIER),
         headline=True,
     ),
     Claim(
         name="blocks_match_e2e_samples",
         statement="Block-wise trained denoisers generate 2-D samples within 10% of the end-to-end denoiser's "
-                  "energy distance to the data (the ratio on the worst seed)",
+                  "energy distance to the data (the ratio on the worst seed; reported: on eight Gaussians one "
+                  "block's depth over the whole range does as well as the deep network, and seeds alone move the "
+                  "ratio by more than the bar, so the claim cannot discriminate here)",
         source="paper, DiT on CIFAR-10: FID 37.20 (DiffusionBlocks) vs 39.83 (end to end)",
         measure=ratio(ED["blocks"], ED["e2e"], statistic=WORST["<="], what="energy distance", note=_noise_floor),
         op="<=",
@@ -143,9 +147,10 @@ CLAIMS = [
         threshold_source="the lab's plan: within 10% of end to end",
         unit="x e2e",
         control=ratio(ED["small"], ED["e2e"], statistic=WORST["<="], what="energy distance", note=_noise_floor),
-        control_label="one block's size (L/B layers) trained over the whole noise range: must be more than 10% "
-                      "worse, else the task does not need the depth",
+        control_label="one block's size (L/B layers) trained over the whole noise range: the ratio without the "
+                      "depth",
         competence=(E2E_DENOISER, _working_denoiser("small", "one block's size over the whole range")),
+        report=True,
     ),
     Claim(
         name="equal_mass_beats_uniform",

@@ -72,17 +72,18 @@ class Config(RuntimeConfig, BaseConfig):
     d_label: Annotated[int, Range(2, 1024)] = 16
     """Dimension of the label embedding that DiffusionBlocks denoises (learned, shared by the blocks,
     L2-normalised)."""
-    cls_steps: Steps = 500
+    cls_steps: Steps = 1000
     """Optimiser steps of the end-to-end classifier runs (and of the block-wise runs, times B under block_budget =
-    compute)."""
+    compute). At quick on MNIST-1D (seed 0): 500 steps leave the 6-layer transformer at 77% (below the competence
+    bar), 1000 give 85% and its 2-layer control 79%, 1500 86% and 81%."""
     cls_batch: Annotated[int, Range(1, 100_000)] = 64
     """Examples per classifier mini-batch."""
     cls_lr: Rate = 3e-3
     """Peak learning rate of the classifier runs."""
     block_budget: Literal["compute", "steps"] = "compute"
-    """Block-wise training length: compute (B times the end-to-end steps: each block gets as many updates as the
-    end-to-end network, and the run as many layer-passes) or steps (as many steps as end to end: each block gets
-    1/B of the updates)."""
+    """Block-wise training length: compute (B times the end-to-end steps, as the reference implementation aligns
+    them: every parameter gets as many updates x batch as end to end, and the run as many layer-passes) or steps
+    (as many steps as end to end: each block gets 1/B of the updates)."""
     n_seeds: Annotated[int, Range(1, 100)] = 3
     """Seeds (seed, seed+1, ...): data draw, initial weights, batches; the claims are means over seeds."""
 

@@ -33,7 +33,9 @@ identity).
 **Classification** (the reference implementation). The target is a label's embedding (learned, one table shared by
 the blocks, L2-normalised, RMS σ_d per coordinate); block b denoises it given the input's tokens and is trained by
 the cross-entropy of the logits ``D · E^T``, weighted by ``w(σ)``. Inference: one Euler step per block at
-the equal-probability edges ``σ_max = e_0 > ... > e_{B-1}``, then the argmax of the last block's logits.
+the equal-probability edges ``σ_max = e_0 > ... > e_{B-1}``, then the argmax of the last block's logits. Each
+block trains as many steps as the end-to-end network (the reference multiplies the block-wise epochs by B), so
+every parameter gets the same updates x batch.
 
 **In this lab.** :mod:`.model` (partition, EDM, AdaLN layers, MLP and token denoisers, the block container, Euler
 sampling, the energy distance, the measured cost of a step), :mod:`.train` (2-D data, training runs, evaluation),

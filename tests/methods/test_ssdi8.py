@@ -52,6 +52,19 @@ def test_quantize_rounds_to_the_nearest_code_and_saturates(bits):
     assert torch.equal(Q.dequantize(q, s)[~inside].abs(), torch.full_like(t[~inside], float(s) * Q.qmax(bits)))
 
 
+def test_the_evaluations_use_the_twin_only_where_it_is_exact():
+    """The accuracy evaluations run on the fake-quant twin (batched float32 products of the codes) only where every
+    int32 sum is below 2^24, so that float32 holds it exactly; a deeper product goes through torch._int_mm."""
+    from lab.methods.ssdi8.experiment import _backend
+
+    assert _backend(Config.from_profile("quick")) == "fake" and _backend(Config.from_profile("full")) == "fake"
+    assert _backend(Config.from_profile("quick", d_model=1024, headdim=32, ngroups=4)) == "int"
+    depth = (2 ** 24 - 1) // 127 ** 2  # the deepest exact product: every code at the extreme
+    qa, qb = torch.full((1, 3, depth), -127, dtype=torch.int8), torch.full((1, depth, 2), -127, dtype=torch.int8)
+    one = torch.ones(())
+    assert torch.equal(Q.qmatmul(qa, qb, one, one, "fake"), Q.qmatmul(qa, qb, one, one, "int"))
+
+
 def test_amax_keeps_the_named_axes():
     t = torch.arange(24.0).reshape(2, 3, 4) - 5
     np.testing.assert_array_equal(Q.amax(t, (1,)).numpy(), t.abs().amax((0, 2)).numpy())

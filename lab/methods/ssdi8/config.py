@@ -56,15 +56,15 @@ class Config(RuntimeConfig, BaseConfig):
     n_seeds: Seeds = 3
     """Trained models (seeds seed, seed + 1, ...) on which the headline's W8A8 comparison on the model's own
     activations is repeated: SSDi8's loss against the input-only quantisers' varies in sign from one trained model
-    to the next, a margin within seed noise. The other measurements use the first."""
+    to the next. The other measurements use the first."""
 
     # quantisation ------------------------------------------------------------------------------------------------
     n_calib: Annotated[int, Range(1, 100_000)] = 32
     """Calibration sequences (taken from corpus files that neither training nor evaluation reads)."""
     n_eval: Annotated[int, Range(1, 100_000)] = 1024
     """Evaluation sequences (their own files, apart from training and calibration): every loss on the model's own
-    activations is taken over all of them (the headline's paired standard error shrinks as 1/sqrt(n_eval); at 128
-    one scale per tensor was not resolved from the input-only quantisers)."""
+    activations is taken over all of them (windows evenly spread over the files read, about 70 at 1024: the headline's
+    standard error is clustered by file, so it shrinks with the files more than with the windows)."""
     n_eval_grid: Annotated[int, Range(1, 100_000)] = 128
     """Evaluation sequences, evenly spaced among the n_eval, on which the injected-outlier settings and every SSD
     output error are measured (their differences are many standard errors wide at this size)."""

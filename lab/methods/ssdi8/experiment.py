@@ -140,12 +140,22 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
             "load": (load_before, _loadavg()), "tokens": tuple(tokens.shape)}
 
 
+def _backend(cfg: Config) -> str:
+    """The INT8 products' backend of the accuracy evaluations: ``fake`` (float32 products of the int8 codes, batched)
+    where every int32 sum is below 2^24, so float32 holds it exactly and the logits equal the ``int`` path's
+    (``torch._int_mm``, one call per head and chunk: about 2M calls per quick run) bit for bit; ``int`` otherwise.
+    The INT8 path itself is checked against this twin (``twin_difference``) and timed (``cpu_time``)."""
+    depth = max(cfg.d_inner, cfg.chunk_size, cfg.d_state)  # the longest int8 dot product (out_proj: d_inner)
+    return "fake" if depth * 127 ** 2 < 2 ** 24 else "int"
+
+
 def _quantise(cfg: Config, model, corpus, outliers: bool) -> tuple[list, dict]:
     """The layers' quantisation (calibrated, corrections fitted) and the unscaled corrections c*: with the injected
     outlier channels, or on the model's own activations (``outliers=False``)."""
     return LM.quantise(model, corpus.calib[:, :-1], outlier_channels=cfg.outlier_channels if outliers else 0,
                        outlier_scale=cfg.outlier_scale if outliers else 1.0, weight_bits=cfg.weight_bits,
-                       coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
+                       coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
+                       backend=_backend(cfg))
 
 
 def _evaluate_all(cfg: Config, model, grid: torch.Tensor, rest: torch.Tensor | None, quant, weights: list[str],
@@ -153,7 +163,7 @@ def _evaluate_all(cfg: Config, model, grid: torch.Tensor, rest: torch.Tensor | N
     """Loss ``(variant, weights)``, SSD output error ``(variant, weights, layer)`` and loss per evaluation sequence
     ``(variant, weights, eval_seq)`` of every variant: the error on the sequences ``grid`` (beside the float
     model), the losses on ``grid`` followed by ``rest`` (no float reference pass; None: none)."""
-    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
+    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits, backend=_backend(cfg))
     V, W, n = len(M.VARIANTS), len(weights), len(grid) + (0 if rest is None else len(rest))
     loss, err, per_seq = np.zeros((V, W)), np.zeros((V, W, len(quant))), np.zeros((V, W, n))
     for i, variant in enumerate(M.VARIANTS):
@@ -177,7 +187,7 @@ def _evaluate_parts(cfg: Config, model, tokens: torch.Tensor, own, bar) -> np.nd
         quant = [replace(lq, scales=lq.scales.per_tensor(keys)) for lq in own]
         seqs: list = []
         LM.evaluate(model, tokens, quant, "ssdi8", w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                    per_sequence=seqs, compare=False)
+                    backend=_backend(cfg), per_sequence=seqs, compare=False)
         out.append(seqs)
         bar.update(1)
     return np.array(out)
@@ -201,7 +211,7 @@ def _headline_seeds(cfg: Config, corpus, tokens: torch.Tensor, first: np.ndarray
         for v in CANDIDATES:
             seqs: list = []
             LM.evaluate(model, tokens, own, v, w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                        per_sequence=seqs, compare=False)
+                        backend=_backend(cfg), per_sequence=seqs, compare=False)
             rows.append(seqs)
         out.append(np.array(rows))
         bar.update(1)
@@ -214,7 +224,7 @@ def _evaluate_full(cfg: Config, model, grid, full, weights: list[str], bar) -> t
     loss, err = np.zeros(len(weights)), np.zeros((len(weights), len(full)))
     for j, w in enumerate(weights):
         loss[j], e = LM.evaluate(model, grid, full, "ssdi8", w, chunk_size=cfg.chunk_size,
-                                 decay_bits=cfg.decay_bits)
+                                 decay_bits=cfg.decay_bits, backend=_backend(cfg))
         err[j] = e.numpy()
         bar.update(1)
     return loss, err

@@ -40,6 +40,14 @@ MLP, which reviewers asked for). The control of the S3K claims is S3K without it
 ``ā = 1``: a window mean then a 1x1 map). Refits with a quarter and a half of the training steps show whether a run
 measures capacity or optimisation speed.
 
+**Does the headline reproduce?** Not in any regime we tried. Besides quick and a 4000-step probe, one-off probes (the
+notebook's section "Where could the paper's margin live?" has the table) tried the paper's larger images (astronaut
+128 px at the same stored numbers per pixel), a full 2-D state grid (the lab ties the two axes' state indices),
+oscillating (complex) modes, and dataset reconstruction like the paper's CIFAR-100 ablation (one autoencoder over
+many 32 x 32 crops, held-out crops): LPNet-S3K stayed below the strongest baseline in the mean of every regime;
+complex modes close most of the gap but do not win reliably. The decays matter (S3K beats its no-decay control in
+every probe).
+
 Modules: :mod:`.data` (the data), :mod:`.model` (S3K, pyramids, encoders, decoder, SIREN, budget matching),
 :mod:`.train` (the fits, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
 ``compact_models`` dashboard's computations); notebook ``11_ssm_inr.ipynb``.

@@ -237,6 +237,58 @@ def test_clustered_difference():
     assert clustered_difference(a, a, [0, 0, 1, 1]).z == 0.0
 
 
+def _headline_data(per_tensor_rise: float, spread: float = 0.01, seeds: int = 3, files: int = 12, per_file: int = 8,
+                   seed: int = 0):
+    """A synthetic run holding only what the non-inferiority claims read: W8A8 losses per sequence ``(seed,
+    candidate, eval_seq)`` with and without outliers (input-only quantisers near 2.0 nats, SSDi8 at the stronger
+    one's level, per tensor ``per_tensor_rise`` (relative) above it with outliers, at its level without), file ids."""
+    import xarray as xr
+
+    rng = np.random.default_rng(seed)
+    n, cand = files * per_file, ["fp32", "input_only", "input_group", "per_tensor", "ssdi8"]
+    base = 2.0 + 0.2 * rng.standard_normal((seeds, 1, n))  # sequences differ far more than the variants do
+
+    def losses(rise: float):
+        noise = spread * rng.standard_normal((seeds, len(cand), n))
+        shift = np.array([0.0, 0.002, 0.0, rise * 2.0, 0.0])[None, :, None]
+        return xr.DataArray(base + shift + noise, dims=("seed", "candidate", "eval_seq"),
+                            coords={"seed": np.arange(seeds), "candidate": cand})
+
+    return xr.Dataset({"seq_loss_seeds_outliers": losses(per_tensor_rise), "seq_loss_seeds": losses(0.0),
+                       "eval_file": ("eval_seq", np.repeat(np.arange(files), per_file))},
+                      attrs={"outlier_channels": 2})
+
+
+def test_outlier_headline_per_sequence_and_control():
+    """The headline reads the injected-outlier regime's per-sequence losses, clustered by file: per tensor far above
+    the input-only quantisers fails the margin on every seed, SSDi8 at their level passes it; the own-activation row
+    (per tensor no worse there) reads the other array and its control passes the margin (no discrimination)."""
+    from lab.methods.ssdi8.claims import MARGIN
+    from lab.methods.ssdi8.stats import clustered_difference, excess_bounds
+
+    by_name = {c.name: c for c in CLAIMS}
+    head, own = by_name["w8a8_int8_ssd_matches_input_only"], by_name["w8a8_own_int8_ssd_matches_input_only"]
+    assert head.headline and head.threshold == MARGIN and own.report and not own.headline
+    ds = _headline_data(per_tensor_rise=0.03)  # 3% relative above the input-only quantisers, twice the margin
+    m, c = head.measure(ds), head.control(ds)
+    assert len(m.per_seed) == 3 and max(m.per_seed) < MARGIN and min(c.per_seed) >= MARGIN
+    # the bound is computed from the sequences: each seed's equals the clustered bound of the per-sequence losses
+    bounds, _ = excess_bounds(ds.seq_loss_seeds_outliers, ds.eval_file.values, "ssdi8")
+    s0 = ds.seq_loss_seeds_outliers.isel(seed=0)
+    d = clustered_difference(s0.sel(candidate="ssdi8"), s0.sel(candidate="input_group"), ds.eval_file.values)
+    assert m.per_seed == pytest.approx(bounds) and bounds[0] == pytest.approx(
+        100 * d.upper / float(s0.sel(candidate="input_group").mean()))
+    # the same means with noisier sequences: the bound widens (a mean alone would not move)
+    noisy = _headline_data(per_tensor_rise=0.03, spread=0.2)
+    assert max(head.measure(noisy).per_seed) > max(m.per_seed) + 0.1
+    # without the outliers per tensor is at the input-only level: the own-activation row's control passes
+    assert min(own.control(ds).per_seed) < MARGIN and max(own.measure(ds).per_seed) < MARGIN
+    # and a headline whose control does that does not discriminate
+    same = ds.copy(deep=True)
+    same["seq_loss_seeds_outliers"] = same.seq_loss_seeds
+    assert min(head.control(same).per_seed) < MARGIN
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # the language model
 # --------------------------------------------------------------------------------------------------------------------
@@ -353,8 +405,9 @@ def test_ci_run_and_claims(ci_result):
     assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
     # the ci model (a few steps) has not learned its corpus: no accuracy claim can hold on it
     assert 0 < float(ds.bigram_loss) < float(ds.unigram_loss) < math.log(T.VOCAB)
-    head = res.claims["w8a8_own_int8_ssd_matches_input_only"]
+    head = res.claims["w8a8_int8_ssd_matches_input_only"]
     assert head.headline and head.competent is False
+    assert res.claims["w8a8_own_int8_ssd_matches_input_only"].verdict == "reported"
     assert all(r.verdict != "holds" for r in res.claims if r.competence)
     # a float model that beats the bigram makes the same measurements competent
     learned = ds.copy(deep=True)
@@ -366,8 +419,9 @@ def test_ci_run_and_claims(ci_result):
     broken = learned.copy(deep=True)
     for var in ("loss", "perplexity", "ssd_error", "loss_own", "seq_loss_own"):
         broken[var].loc[{"variant": "ssdi8"}] = broken[var].sel(variant="per_tensor").values
-    broken["seq_loss_seeds"].loc[{"candidate": "ssdi8"}] = broken.seq_loss_seeds.sel(candidate="per_tensor").values
-    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_own_int8_ssd_matches_input_only"):
+    for var in ("seq_loss_seeds", "seq_loss_seeds_outliers"):
+        broken[var].loc[{"candidate": "ssdi8"}] = broken[var].sel(candidate="per_tensor").values
+    for name in ("ssd_int8_close_to_fp32", "w8a8_close_to_fp32", "w8a8_int8_ssd_matches_input_only"):
         r = by_name[name].evaluate(broken)
         assert r.verdict in ("fails", "does not discriminate") and not r.passed
     assert by_name["correction_lowers_error"].evaluate(broken).verdict == "fails"
@@ -380,6 +434,14 @@ def test_ci_run_and_claims(ci_result):
     np.testing.assert_array_equal(ds.seq_loss_seeds.isel(seed=0).sel(candidate="ssdi8"),
                                   ds.seq_loss_own.sel(variant="ssdi8", weights="w8a8"))
     assert not np.allclose(ds.seq_loss_seeds.isel(seed=1), ds.seq_loss_seeds.isel(seed=0))
+    # the headline's: with the injected outliers, per sequence over all n_eval, every seed; the float candidate
+    # (outliers are function-preserving) equals the own-activation one, the INT8 SSD per tensor does not
+    out = ds.seq_loss_seeds_outliers
+    assert out.sizes == ds.seq_loss_seeds.sizes and np.isfinite(out).all()
+    np.testing.assert_allclose(out.sel(candidate="fp32"), ds.seq_loss_seeds.sel(candidate="fp32"), rtol=1e-4)
+    assert not np.allclose(out.sel(candidate="per_tensor"), ds.seq_loss_seeds.sel(candidate="per_tensor"))
+    on_grid = out.isel(seed=0, eval_seq=slice(0, cfg.n_eval_grid)).sel(candidate="ssdi8")  # the grid comes first
+    assert float(on_grid.mean()) == pytest.approx(float(ds.loss.sel(variant="ssdi8", weights="w8a8")), rel=1e-5)
     assert len(head.per_seed) == cfg.n_seeds
     np.testing.assert_allclose(ds.ssd_error_own.sel(variant="axis_aware", weights="fp32"),
                                ds.ssd_error.sel(variant="axis_aware", weights="fp32"), rtol=1e-3)

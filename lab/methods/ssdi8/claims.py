@@ -11,24 +11,27 @@ split, on the same evaluation files.
 
 Two settings: the model with injected, function-preserving outlier channels (a stand-in for a large model's
 outliers: per-tensor scales fail there through those channels) and the model's own activations (the paper's
-reason, channel-varying activations, as this small model has them). The headline is the paper's W8A8 result on the
-model's own activations as a non-inferiority test against the strongest input-only quantiser: the margin (1.64%
+reason, channel-varying activations, as this small model has them). The headline is the paper's W8A8 result as a
+non-inferiority test against the strongest input-only quantiser, in the injected-outlier regime (the method's planned
+one: outlier channels are what large Mamba models have and what per-tensor scales fail on): the margin (1.64%
 relative loss, the paper's W8A8 distance of SSDi8 to FP16 on Mamba2-8B) was fixed before the run, and the upper
-confidence bound uses a standard error clustered by evaluation file (the ~1024 windows come from ~70 files and are
-not independent). The CPU speed and memory of the INT8 path are report rows: measured on this machine, no
-GPU figure claimed.
+confidence bound uses a standard error clustered by evaluation file (the 1024 windows come from ~70 files and are
+not independent). That regime was made the headline's after the same test on the model's own activations did not
+discriminate (every INT8 choice moves this small model's loss by under 0.2%): that test stays as a report row. The
+CPU speed and memory of the INT8 path are report rows: measured on this machine, no GPU figure claimed.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy.stats import t as student_t
 
 from lab.claims import Claim, Competence, Measurement, over_seeds
+from lab.methods.ssdi8.stats import CONFIDENCE, MARGIN, PAPER_W8A8_PPL, clustered_difference, excess_bounds
+
+__all__ = ["CLAIMS", "CONFIDENCE", "MARGIN", "PAPER_W8A8_PPL", "clustered_difference", "correction_ceiling"]
 
 
 def _value(ds: xr.Dataset, var: str, variant: str, weights: str, own: bool = False) -> float:
@@ -59,76 +62,18 @@ def _loss_rise(variant: str, weights: str, var: str = "loss", own: bool = False)
     return measure
 
 
-#: the paper's WikiText2 perplexities of Mamba2-8B at W8A8 [secondary, via the research notes]: FP16, SSDi8 and
-#: Quamba2 (input quantisation, the SSD in float)
-PAPER_W8A8_PPL = {"fp16": 7.25, "ssdi8": 7.49, "quamba2": 7.79}
-#: the headline's non-inferiority margin (%), fixed before the run from the paper: the relative loss increase of
-#: SSDi8 at W8A8 over FP16 that the paper reports as "accuracy comparable to FP16", ln 7.49 / ln 7.25 - 1 = 1.64%
-MARGIN = 100.0 * (math.log(PAPER_W8A8_PPL["ssdi8"]) / math.log(PAPER_W8A8_PPL["fp16"]) - 1.0)
-#: one-sided confidence of the non-inferiority bound
-CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Mean of a paired difference over evaluation sequences, with a standard error clustered by source file.
-
-    Attributes:
-        mean: mean of ``a - b``. se: its cluster-robust standard error (CR1: the residual sums per file, times
-            G / (G - 1)); ``inf`` with fewer than two files. files: G, the files with a sequence.
-        upper: one-sided upper confidence bound, ``mean + t(CONFIDENCE, G - 1) se``. naive_se: the standard error
-            that treats every sequence as independent (shown beside, not used).
-    """
-
-    mean: float
-    se: float
-    files: int
-    upper: float
-    naive_se: float
-
-    @property
-    def z(self) -> float:
-        """``mean / se`` (0 when both are 0, +-inf when only the standard error is)."""
-        if self.se > 0:
-            return self.mean / self.se
-        return 0.0 if self.mean == 0 else math.copysign(math.inf, self.mean)
-
-
-def clustered_difference(a, b, cluster) -> Difference:
-    """The paired difference ``a - b`` per evaluation sequence, its mean and a standard error clustered by
-    ``cluster`` (the source file of each sequence: windows of one file share its style, so they are not
-    independent; 1024 windows come from about 70 files)."""
-    d = np.asarray(a, float) - np.asarray(b, float)
-    _, group = np.unique(np.asarray(cluster), return_inverse=True)
-    n, g = len(d), int(group.max()) + 1 if len(d) else 0
-    mean = float(d.mean())
-    naive = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
-    if g < 2:
-        return Difference(mean, math.inf, g, math.inf, naive)
-    sums = np.bincount(group, weights=d - mean, minlength=g)
-    se = math.sqrt(g / (g - 1) * float(np.sum(sums ** 2))) / n
-    return Difference(mean, se, g, mean + float(student_t.ppf(CONFIDENCE, g - 1)) * se, naive)
-
-
-def _excess_bound(variant: str, statistic: str):
+def _excess_bound(variant: str, statistic: str, outliers: bool):
     """Non-inferiority: per trained model, the upper one-sided 95% bound (clustered by file) of ``variant``'s
-    relative loss excess (%) over the strongest input-only quantiser, at W8A8 on the model's own activations; over
-    the seeds, the ``statistic`` (``max``: the worst seed for the method; ``min``: the control's seed nearest to
-    passing)."""
+    relative loss excess (%) over the strongest input-only quantiser, at W8A8 with the injected outlier channels
+    (``outliers``) or on the model's own activations; over the seeds, the ``statistic`` (``max``: the worst seed for
+    the method; ``min``: the control's seed nearest to passing)."""
 
     def measure(ds: xr.Dataset) -> Measurement:
-        bounds, parts = [], []
-        for seed in ds.seed.values:
-            seq = ds.seq_loss_seeds.sel(seed=seed)
-            base = min(("input_only", "input_group"), key=lambda v: float(seq.sel(candidate=v).mean()))
-            ref = float(seq.sel(candidate=base).mean())
-            d = clustered_difference(seq.sel(candidate=variant).values, seq.sel(candidate=base).values,
-                                     ds.eval_file.values)
-            bounds.append(100.0 * d.upper / ref)
-            parts.append(f"seed {int(seed)}: {100 * d.mean / ref:+.4f}% ± {100 * d.se / ref:.4f}% over {base} "
-                         f"(bound {bounds[-1]:+.4f}%; {d.z:+.1f} clustered SE, {d.mean / d.naive_se:+.1f} i.i.d. SE)")
+        seq = ds.seq_loss_seeds_outliers if outliers else ds.seq_loss_seeds
+        bounds, parts = excess_bounds(seq, ds.eval_file.values, variant)
+        where = f"{ds.attrs['outlier_channels']} injected outlier channels" if outliers else "own activations"
         return over_seeds(bounds, statistic,
-                          f"{variant} at w8a8, own activations, loss over the strongest input-only quantiser, "
+                          f"{variant} at w8a8, {where}, loss over the strongest input-only quantiser, "
                           f"{ds.sizes['eval_seq']} evaluation sequences from {len(np.unique(ds.eval_file))} files "
                           f"(standard error clustered by file, one-sided {CONFIDENCE:.0%} bound): " + "; ".join(parts)
                           + f" (the {statistic} over seeds; margin {MARGIN:.2f}%)")
@@ -272,30 +217,50 @@ CLAIMS = [
         competence=FLOAT_MODEL_LEARNED,
     ),
     Claim(
-        name="w8a8_own_int8_ssd_matches_input_only",
-        statement="On the model's own activations (no injected outliers), W8A8 with the whole SSD in INT8 (SSDi8: "
-                  "axis-aware scales, integer state passing, correction) is non-inferior to the strongest input-only "
-                  "quantiser, which keeps the SSD after its inputs in float: on every trained model the upper "
-                  "one-sided 95% bound of its relative loss excess (standard error clustered by source file) stays "
-                  f"below the paper's tolerance {MARGIN:.2f}%; with one scale per tensor the INT8 SSD does not, on "
-                  "any",
+        name="w8a8_int8_ssd_matches_input_only",
+        statement="With outlier channels (the lab's function-preserving injected ones, the method's planned "
+                  "regime), W8A8 with the whole SSD in INT8 (SSDi8: axis-aware scales, integer state passing, "
+                  "correction) is non-inferior to the strongest input-only quantiser, which keeps the SSD after its "
+                  "inputs in float: on every trained model the upper one-sided 95% bound of its relative loss excess "
+                  f"(standard error clustered by source file) stays below the paper's tolerance {MARGIN:.2f}%; with "
+                  "one scale per tensor the INT8 SSD does not, on any",
         source="paper: INT8 through the whole SSD at accuracy comparable to FP16 and above Quamba2 (input "
-               "quantisation, float SSD); Mamba2-8B W8A8 perplexity 7.49 vs Quamba2 7.79, FP16 7.25 [secondary]",
-        measure=_excess_bound("ssdi8", "max"),
+               "quantisation, float SSD); Mamba2-8B W8A8 perplexity 7.49 vs Quamba2 7.79, FP16 7.25 [secondary]; "
+               "outlier channels, which large Mamba models have, are why the scales must follow the axes",
+        measure=_excess_bound("ssdi8", "max", outliers=True),
         op="<",
         threshold=MARGIN,
         threshold_source="non-inferiority margin fixed from the paper before the run: the loss increase the paper "
                          "calls comparable to FP16, SSDi8's W8A8 WikiText2 perplexity over FP16's on Mamba2-8B as "
                          "relative loss, ln 7.49 / ln 7.25 - 1 = 1.64% [secondary]; the bound: mean excess + "
                          "t(0.95, files - 1) x its standard error clustered by evaluation file; on every trained "
-                         "model (the worst seed)",
+                         "model (the worst seed). The regime (2 channels x20 per layer, set when the method was "
+                         "built) was made the headline's after the same test on the model's own activations did not "
+                         "discriminate (the row below)",
         unit="% loss (upper bound)",
-        control=_excess_bound("per_tensor", "min"),
-        control_label="the same INT8 SSD with one scale per tensor (x, B, C, CB, states), same weights and "
-                      "activations, held to the same margin: it must not be shown non-inferior on any seed (the "
-                      "least bound over seeds at or above the margin)",
+        control=_excess_bound("per_tensor", "min", outliers=True),
+        control_label="the same INT8 SSD with one scale per tensor (x, B, C, CB, states), same weights, activations "
+                      "and outlier channels, held to the same margin: it must not be shown non-inferior on any seed "
+                      "(the least bound over seeds at or above the margin)",
         competence=FLOAT_MODEL_LEARNED,
         headline=True,
+    ),
+    Claim(
+        name="w8a8_own_int8_ssd_matches_input_only",
+        statement="The same non-inferiority test on the model's own activations (no injected outliers): it does "
+                  "not discriminate at this scale (no activation outliers; every INT8 choice moves the loss by "
+                  "under 0.2%, so per tensor passes the margin too): shown, no verdict",
+        source="paper: INT8 through the whole SSD at accuracy comparable to FP16 and above Quamba2 [secondary]",
+        measure=_excess_bound("ssdi8", "max", outliers=False),
+        op="<",
+        threshold=MARGIN,
+        threshold_source="the headline's margin and bound (ln 7.49 / ln 7.25 - 1 = 1.64%, clustered by file, the "
+                         "worst seed); the headline until the control was seen to pass it as well",
+        unit="% loss (upper bound)",
+        control=_excess_bound("per_tensor", "min", outliers=False),
+        control_label="one scale per tensor in the INT8 SSD, own activations (the least bound over seeds)",
+        competence=FLOAT_MODEL_LEARNED,
+        report=True,
     ),
     Claim(
         name="w8a8_own_activations_close_to_fp32",

@@ -54,17 +54,19 @@ class Config(RuntimeConfig, BaseConfig):
     """AdamW weight decay of the matrices."""
 
     n_seeds: Seeds = 3
-    """Trained models (seeds seed, seed + 1, ...) on which the headline's W8A8 comparison on the model's own
-    activations is repeated: SSDi8's loss against the input-only quantisers' varies in sign from one trained model
-    to the next. The other measurements use the first."""
+    """Trained models (seeds seed, seed + 1, ...) on which the W8A8 non-inferiority comparison is repeated, with the
+    injected outlier channels (the headline) and on the model's own activations (a report row): SSDi8's loss against
+    the input-only quantisers' varies in sign from one trained model to the next. The other measurements use the
+    first."""
 
     # quantisation ------------------------------------------------------------------------------------------------
     n_calib: Annotated[int, Range(1, 100_000)] = 32
     """Calibration sequences (taken from corpus files that neither training nor evaluation reads)."""
     n_eval: Annotated[int, Range(1, 100_000)] = 1024
     """Evaluation sequences (their own files, apart from training and calibration): every loss on the model's own
-    activations is taken over all of them (windows evenly spread over the files read, about 70 at 1024: the headline's
-    standard error is clustered by file, so it shrinks with the files more than with the windows)."""
+    activations, and the headline's with the injected outliers, is taken over all of them (windows evenly spread over
+    the files read, about 70 at 1024: the headline's standard error is clustered by file, so it shrinks with the files
+    more than with the windows)."""
     n_eval_grid: Annotated[int, Range(1, 100_000)] = 128
     """Evaluation sequences, evenly spaced among the n_eval, on which the injected-outlier settings and every SSD
     output error are measured (their differences are many standard errors wide at this size)."""
@@ -119,8 +121,9 @@ class Config(RuntimeConfig, BaseConfig):
         model trained n_seeds times on train_steps x batch_size x seq_len characters (6 operations per weight, 3 x
         the SSD), then 7 SSD variants x (1 + len(weight_bits)) weight widths through n_eval sequences (own
         activations) and 3 x n_eval_grid (the float reference of the SSD errors, the injected outliers), the
-        calibration and the layer-by-layer correction fits on n_calib, the headline's 5 variants through n_eval for
-        each further seed, and the timed ops on one batch of 16. Memory: the corpus (int64 tokens), a batch's
+        calibration and the layer-by-layer correction fits on n_calib, the headline's 5 variants through n_eval
+        with the injected outliers for every seed and on the own activations for each further seed (calibrated
+        twice), and the timed ops on one batch of 16. Memory: the corpus (int64 tokens), a batch's
         activations and chunk scores, the model with AdamW's moments."""
         d, inner, L = self.d_model, self.d_inner, self.seq_len
         block = 6.0 * d * d + 4.0 * d * self.ngroups * self.d_state
@@ -130,7 +133,8 @@ class Config(RuntimeConfig, BaseConfig):
         work = self.n_seeds * (train_ops(weights, tokens, self.train_steps) + 3 * ssd * tokens)
         widths = 1 + len(self.weight_bits)
         seqs = 7 * widths * (self.n_eval + 3 * self.n_eval_grid) + 2 * self.n_calib * widths * (self.n_layers + 2)
-        seqs += (self.n_seeds - 1) * (5 * self.n_eval + self.n_calib * widths * (self.n_layers + 2))
+        seqs += self.n_seeds * 5 * self.n_eval  # the headline's candidates with the injected outliers, every seed
+        seqs += (self.n_seeds - 1) * (5 * self.n_eval + 2 * self.n_calib * widths * (self.n_layers + 2))
         work += seqs * L * (2.0 * weights + ssd) + self.timing_repeats * 50 * 16 * L * (2.0 * weights + ssd)
         heads = inner // self.headdim
         activations = self.batch_size * L * self.n_layers * (16.0 * inner + heads * self.chunk_size + 256)

@@ -52,8 +52,11 @@ SCHEMA = Schema(
         "W8A8 on the model's own activations with one part's scales per tensor (the others axis-aware)",
         "nats/char"),
     Var("seq_loss_seeds", ("seed", "candidate", "eval_seq"), "next-character cross-entropy of each evaluation "
-        "sequence at W8A8 on the model's own activations, per trained model (the headline's comparison; the first "
-        "seed's values are seq_loss_own's)", "nats/char"),
+        "sequence at W8A8 on the model's own activations, per trained model (the own-activation non-inferiority "
+        "row; the first seed's values are seq_loss_own's)", "nats/char"),
+    Var("seq_loss_seeds_outliers", ("seed", "candidate", "eval_seq"), "next-character cross-entropy of each "
+        "evaluation sequence at W8A8 with the injected outlier channels (all n_eval sequences, in seq_loss_own's "
+        "order), per trained model, each calibrated and corrected anew: the headline's comparison", "nats/char"),
     Var("eval_file", ("eval_seq",), "the evaluation file each evaluation sequence starts in (index among the files "
         "read; the sequences of one file are not independent: the claims' standard errors are clustered by it)",
         dtype=int),
@@ -197,25 +200,31 @@ def _evaluate_parts(cfg: Config, model, tokens: torch.Tensor, own, bar) -> np.nd
 CANDIDATES = ("fp32", "input_only", "input_group", "per_tensor", "ssdi8")
 
 
-def _headline_seeds(cfg: Config, corpus, tokens: torch.Tensor, first: np.ndarray, weights: list[str],
-                    bar) -> np.ndarray:
-    """``(seed, candidate, eval_seq)``: the first seed's losses ``first`` ``(candidate, eval_seq)``, then those of
-    the models trained from seeds ``cfg.seed + 1 ...``, each calibrated and corrected on its own activations."""
-    out = [first]
+def _candidates(cfg: Config, model, tokens: torch.Tensor, quant, w: str) -> np.ndarray:
+    """``(candidate, eval_seq)``: loss per sequence of :data:`CANDIDATES` at weights ``w`` under ``quant``."""
+    rows = []
+    for v in CANDIDATES:
+        seqs: list = []
+        LM.evaluate(model, tokens, quant, v, w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
+                    backend=_backend(cfg), per_sequence=seqs, compare=False)
+        rows.append(seqs)
+    return np.array(rows)
+
+
+def _headline_seeds(cfg: Config, corpus, tokens: torch.Tensor, first: np.ndarray, first_outliers: np.ndarray,
+                    weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
+    """``(seed, candidate, eval_seq)`` twice: on the models' own activations (the first seed's losses ``first``) and
+    with the injected outlier channels (the first seed's ``first_outliers``), then those of the models trained from
+    seeds ``cfg.seed + 1 ...``, each calibrated and corrected anew in either setting."""
+    own_out, inj_out = [first], [first_outliers]
     w = "w8a8" if "w8a8" in weights else weights[-1]
     for k in range(1, cfg.n_seeds):
         other = replace(cfg, seed=cfg.seed + k)
         model = trained_model(other, corpus, progress=False).model
-        own, _ = _quantise(other, model, corpus, outliers=False)
-        rows = []
-        for v in CANDIDATES:
-            seqs: list = []
-            LM.evaluate(model, tokens, own, v, w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                        backend=_backend(cfg), per_sequence=seqs, compare=False)
-            rows.append(seqs)
-        out.append(np.array(rows))
+        own_out.append(_candidates(cfg, model, tokens, _quantise(other, model, corpus, outliers=False)[0], w))
+        inj_out.append(_candidates(cfg, model, tokens, _quantise(other, model, corpus, outliers=True)[0], w))
         bar.update(1)
-    return np.stack(out)
+    return np.stack(own_out), np.stack(inj_out)
 
 
 def _evaluate_full(cfg: Config, model, grid, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +290,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                          context={"batch": sample.shape[0], "length": sample.shape[1], "threads": cfg.threads,
                                   "repeats": cfg.timing_repeats})
         V, W = len(M.VARIANTS), len(weights)
-        bar = tqdm(total=2 * V * W + W + 2 + len(M.PER_TENSOR_PARTS) + cfg.n_seeds - 1,
+        bar = tqdm(total=2 * V * W + W + 3 + len(M.PER_TENSOR_PARTS) + cfg.n_seeds - 1,
                    desc="quantised evaluations", disable=not progress, leave=False)
         on_grid, off_grid = grid_index(len(corpus.eval), cfg.n_eval_grid)
         grid, rest = corpus.eval[on_grid], corpus.eval[off_grid]
@@ -292,7 +301,10 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         res["seq_loss_part"] = _evaluate_parts(cfg, model, torch.cat([grid, rest]), own, bar)
         w_head = "w8a8" if "w8a8" in weights else weights[-1]
         first = res["seq_loss_own"][...][[M.VARIANTS.index(v) for v in CANDIDATES], weights.index(w_head)]
-        res["seq_loss_seeds"] = _headline_seeds(cfg, corpus, torch.cat([grid, rest]), first, weights, bar)
+        first_outliers = _candidates(cfg, model, torch.cat([grid, rest]), quant, w_head)
+        bar.update(1)
+        res["seq_loss_seeds"], res["seq_loss_seeds_outliers"] = _headline_seeds(
+            cfg, corpus, torch.cat([grid, rest]), first, first_outliers, weights, bar)
         res["eval_file"] = corpus.eval_file[np.concatenate([on_grid, off_grid])]  # the order of seq_loss_own
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
         # coefficient 1: the whole calibration mean error

@@ -352,3 +352,29 @@ def test_a_prefix_gives_the_same_outputs_as_the_whole_sequence():
     model, x = _psm(chunk=2), torch.randint(0, 7, (3, 16))
     for length in (2, 6, 10):
         torch.testing.assert_close(model(x[:, :length]), model(x)[:, :length])
+
+
+def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    """train_all trains the missing models side by side in worker processes (lab.core.parallel), into the weight
+    cache; each is bit for bit the model trained in this process, and a second call has nothing left to train."""
+    from lab.methods.psm import train as psm_train
+    from lab.methods.psm.experiment import TASK_KINDS, _splits
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(psm_train, "SERIAL_BELOW_S", 0.0)  # a pool even for ci's few steps
+    cfg = Config.from_profile("ci", steps=4, mqar_steps=3)
+    tasks = [_splits(cfg, kind)["train"] for kind in TASK_KINDS]
+    done = psm_train.train_all(cfg, tasks, progress=False)
+    assert len(done) == 2 * len(cfg.models) * cfg.n_seeds and all(r.ran and r.value["steps"] for r in done)
+    fresh = dataclasses.replace(cfg, use_cache=False)
+    for task in tasks:
+        for name in cfg.models:
+            cached = psm_train.trained_model(cfg, task, name, cfg.seed)
+            here = psm_train.trained_model(fresh, task, name, cfg.seed)
+            assert cached.loaded and not here.loaded
+            for (key, a), b in zip(cached.model.state_dict().items(), here.model.state_dict().values()):
+                assert torch.equal(a, b), (task.name, name, key)
+            np.testing.assert_array_equal(cached.curves["loss"], here.curves["loss"])
+    assert not any(r.ran for r in psm_train.train_all(cfg, tasks, progress=False))
+    assert psm_train.train_all(fresh, tasks, progress=False) == []  # no cache: the experiment trains as it reads

@@ -14,7 +14,7 @@ from lab.core.transformer import n_params
 from lab.methods.psm.config import Config
 from lab.methods.psm.live import counter_trace
 from lab.methods.psm.model import BRACKETINGS
-from lab.methods.psm.train import accuracy_by_position, regime, trained_model, training_steps, widths
+from lab.methods.psm.train import accuracy_by_position, regime, train_all, trained_model, training_steps, widths
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -158,10 +158,12 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                      psm=psms,
                      bracketing=list(BRACKETINGS), n_chunks=list(cfg.stream_chunks))
     names, regimes = {}, {}
+    all_splits = {kind: _splits(cfg, kind) for kind in TASK_KINDS}
+    train_all(cfg, [all_splits[kind]["train"] for kind in TASK_KINDS], progress=progress)  # side by side, cached
     bar = tqdm(total=len(TASK_KINDS) * len(models) * len(seeds), desc="PSM runs", disable=not progress)
     with threads(cfg.threads):
         for t, kind in enumerate(TASK_KINDS):
-            splits = _splits(cfg, kind)
+            splits = all_splits[kind]
             train = splits["train"]
             names[kind] = train.name
             w = widths(cfg, train.vocab_size, train.n_classes)

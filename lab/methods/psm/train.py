@@ -1,7 +1,10 @@
 """The PSM method's models and their only training: the two PSMs and the matched-size baselines from
 :mod:`lab.core`, trained with :func:`lab.core.train.fit` on per-token cross-entropy (positions labelled
 :data:`lab.datasets.tokens.IGNORE` skipped) on ``cfg.device``, weights cached by :func:`lab.cache.cached_model` under
-``data/psm/``; the trained models come back to the CPU, where every evaluation runs.
+``data/psm/``; the trained models come back to the CPU, where every evaluation runs. :func:`train_all` trains the
+models not cached yet side by side in worker processes (:mod:`lab.core.parallel`: the cores, one thread each), so
+that the experiment then reads every model from the cache: the same weights, bit for bit, as trained one after
+another (each training seeds itself; quick's 24 trainings, 3 seeds: the same 24 files and the same claims table).
 
 Matched sizes: every model's width is chosen so that its trainable parameters come closest to the Transformer-PSM's
 (:func:`widths`); the counts are recorded in the run's Dataset.
@@ -16,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lab.cache import Trained, cached_model
+from lab.cache import Trained, cached_model, state_path
 from lab.core.models import SSMStack
 from lab.core.runtime import threads
 from lab.core.train import fit, seed_everything
@@ -26,10 +29,17 @@ from lab.methods.psm.config import Config
 from lab.methods.psm.model import PSM
 
 __all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "build", "mixed_lengths", "regime", "token_loss",
-           "trained_model", "training_steps", "widths"]
+           "train_all", "trained_model", "training_steps", "widths"]
 
 #: bump when training changes for an unchanged config (invalidates cached weights)
 WEIGHTS_VERSION = 2
+#: CPU milliseconds of one training step per model at quick's training length and widths, one thread (measured on
+#: the 2-core AMD EPYC, the affine PSM guessed): the order in which :func:`train_all` starts the jobs, and whether a
+#: pool is worth starting
+STEP_MS = {"psm": 32.0, "psm_affine": 24.0, "transformer": 15.0, "lru": 17.0, "mamba": 30.0}
+#: estimated CPU seconds under which :func:`train_all` trains in this process: a worker's start (torch and the lab
+#: imported afresh) costs about 4 s of CPU, more than the pool saves on a few short trainings (ci)
+SERIAL_BELOW_S = 20.0
 #: baseline SSM settings: LRU states per layer (and its ring initialisation), Mamba states per channel
 LRU_STATES, LRU_KWARGS, MAMBA_STATES = 32, {"r_min": 0.5, "r_max": 0.99}, 8
 
@@ -164,6 +174,44 @@ def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progres
         return cached_model("psm", f"{task.name}-{name}", training_key(cfg, task, name, seed),
                             lambda: build(name, cfg, task.vocab_size, task.n_classes, d), train,
                             use_cache=cfg.use_cache)
+
+
+def _cached(cfg: Config, task: TokenTask, name: str, seed: int) -> bool:
+    """Whether the weights of ``(task, name, seed)`` are in the cache (a file that turns out unreadable is retrained
+    where it is read)."""
+    return state_path("psm", f"{task.name}-{name}", training_key(cfg, task, name, seed)).exists()
+
+
+def _train_job(cfg: Config, task: TokenTask, name: str, seed: int) -> dict:
+    """One training of :func:`train_all` (in a worker process): the weights go to the cache; returns their meta."""
+    return trained_model(cfg, task, name, seed).meta
+
+
+def train_all(cfg: Config, tasks: list[TokenTask], progress: bool = True) -> list:
+    """Train every model of ``cfg.models`` on each training split of ``tasks`` over ``cfg.seeds`` whose weights are
+    not cached yet, side by side in worker processes (:func:`lab.core.parallel.run_jobs`, ``LAB_WORKERS`` or the
+    cores, ``cfg.threads`` threads each); :func:`trained_model` then loads each from the cache. Each training seeds
+    itself, so its weights are those of a training here, bit for bit. Nothing to do without the cache.
+
+    Returns:
+        the :class:`lab.core.parallel.JobResult` of each (task, model, seed), in that order.
+    """
+    from lab.core.parallel import Job, run_jobs
+
+    if not cfg.use_cache:
+        return []
+    jobs = []
+    for task in tasks:
+        for name in cfg.models:
+            lengths = mixed_lengths(cfg, task, name)
+            length = sum(lengths) / len(lengths) if lengths else cfg.train_length
+            scale = (length + 1) / 17 * (cfg.d_model / 64) ** 2 * cfg.batch_size / 32  # as quick: 17 tokens, 64 wide
+            cost = training_steps(cfg, name, task.name) * STEP_MS[name] / 1000 * scale
+            jobs += [Job(f"{name} {task.name} seed {seed}", _train_job, (cfg, task, name, seed), cost=cost,
+                         cached=_cached(cfg, task, name, seed)) for seed in cfg.seeds]
+    small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S
+    return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
+                    desc="PSM trainings")
 
 
 @torch.no_grad()

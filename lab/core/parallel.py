@@ -9,8 +9,10 @@ the other cores idle. :func:`run_jobs` runs such jobs in ``N`` spawned worker pr
     for model, s in ...:                # the experiment loop as before: every model now loads from the cache
         out = trained_model(cfg, model, s)
 
-A job must be a module-level function with picklable arguments whose result travels back (keep it small: the
-weights go through the cache under ``data/``, :func:`lab.cache.cached_model`, not through the pipe). Each job seeds
+A job must be a module-level function of an importable module (not a script's ``__main__``: a worker does not run
+the caller's script, so a script without an ``if __name__ == "__main__"`` guard can call :func:`run_jobs` too), with
+picklable arguments and a result that travels back (keep it small: the weights go through the cache under
+``data/``, :func:`lab.cache.cached_model`, not through the pipe). Each job seeds
 what it draws from, so it computes the same thing in a worker as in the caller; with the same thread count, the
 trained weights are the same bits (a training's floating-point sums depend on its threads, not on the process).
 
@@ -28,10 +30,13 @@ trained weights are the same bits (a training's floating-point sums depend on it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["WORKER_ENV", "WORKERS_ENV", "Job", "JobError", "JobResult", "default_workers", "in_worker", "run_jobs"]
@@ -209,6 +214,19 @@ def run_jobs(jobs: Sequence[Job], *, workers: int | None = None, threads_per_wor
     return results
 
 
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While workers start: an empty ``__main__``, so that a spawned worker does not run the caller's script again
+    (multiprocessing's spawn re-runs it; a script without a ``__main__`` guard would start the run anew there)."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 def _run_pool(jobs: Sequence[Job], todo: list[int], n: int, threads: int, results: list[JobResult], bar) -> None:
     """The jobs ``todo`` (in that order) in a pool of ``n`` spawned workers, into ``results``."""
     import multiprocessing
@@ -219,8 +237,9 @@ def _run_pool(jobs: Sequence[Job], todo: list[int], n: int, threads: int, result
                                initializer=_init_worker, initargs=(int(threads),))
     futures, ok = {}, False
     try:
-        for i in todo:
-            futures[pool.submit(_timed, jobs[i].fn, tuple(jobs[i].args), dict(jobs[i].kwargs))] = i
+        with _main_hidden():  # the workers start as the jobs are submitted
+            for i in todo:
+                futures[pool.submit(_timed, jobs[i].fn, tuple(jobs[i].args), dict(jobs[i].kwargs))] = i
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -98,3 +98,21 @@ def test_a_daemonic_process_runs_its_jobs_serially(monkeypatch):
     assert in_worker() and default_workers() == 1
     out = run_jobs([Job("a", _train, (0, 2)), Job("b", _train, (1, 2))], workers=2, progress=False)
     assert [r.value["worker"] for r in out] == [True, True] and out[0].ran  # here: no pool, no children
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "script.py"
+    script.write_text("from lab.core.parallel import Job, run_jobs\n"
+                      "from tests.core.test_parallel import _train\n"
+                      "print('body')\n"
+                      "out = run_jobs([Job(f's{s}', _train, (s, 2)) for s in range(2)], workers=2, progress=False)\n"
+                      "print('workers', [r.value['worker'] for r in out])\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["body", "workers", "[True,", "True]"]

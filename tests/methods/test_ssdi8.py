@@ -379,7 +379,7 @@ def test_corpus_splits_are_disjoint_sorted_and_ascii():
     ("outlier_channels", 4000, "at most the inner width"),
     ("ngroups", 3, "a divisor of the 2 heads"),
     ("decay_bits", 8, "[1, 7]"),
-    ("n_eval_grid", 9, "at most n_eval = 8"),
+    ("n_eval_grid", 33, "at most n_eval = 32"),
 ])
 def test_bad_config_names_field_value_and_allowed(field, value, allowed):
     with pytest.raises(ConfigError, match=rf"^{field}=") as info:
@@ -501,3 +501,24 @@ def test_live_table_and_activations():
     with pytest.raises(ConfigError, match="layer=5"):
         live.activations("ci", "x", "channel", layer=5)
     assert dataclasses.is_dataclass(live.prepared(cfg))
+
+
+def test_seed_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    """train_all trains every seed's missing language model side by side in worker processes (lab.core.parallel),
+    into the weight cache; each is bit for bit the model trained in this process, a second call trains nothing and
+    without the cache it does nothing."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_STEPS", 0)  # a pool even for ci's few steps
+    cfg = Config.from_profile("ci", train_steps=3)
+    done = T.train_all(cfg, progress=False)
+    assert [r.name for r in done] == [f"Mamba-2 LM seed {cfg.seed + k}" for k in range(cfg.n_seeds)]
+    assert all(r.ran for r in done) and not any(r.ran for r in T.train_all(cfg, progress=False))
+    for k in range(cfg.n_seeds):
+        seeded = dataclasses.replace(cfg, seed=cfg.seed + k)
+        cached = T.trained_model(seeded, progress=False)
+        here = T.trained_model(dataclasses.replace(seeded, use_cache=False), progress=False)
+        assert cached.loaded and not here.loaded
+        for (key, a), b in zip(cached.model.state_dict().items(), here.model.state_dict().values()):
+            assert torch.equal(a, b), (k, key)
+    assert T.train_all(dataclasses.replace(cfg, use_cache=False), progress=False) == []

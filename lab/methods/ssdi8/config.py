@@ -20,7 +20,7 @@ class Config(RuntimeConfig, BaseConfig):
 
     PROFILES: ClassVar = {
         "ci": dict(d_model=32, ngroups=2, train_steps=12, seq_len=64, batch_size=8, n_train_chars=40_000, n_calib=4,
-                   n_eval=8, n_eval_grid=4, n_seeds=2, timing_repeats=1),
+                   n_eval=32, n_eval_grid=4, n_seeds=2, timing_repeats=1),
         "quick": {},
         "full": dict(d_model=128, ngroups=8, n_layers=4, train_steps=3000, seq_len=512, n_train_chars=4_000_000,
                      n_calib=64, n_eval=1024, n_eval_grid=128, timing_repeats=5),

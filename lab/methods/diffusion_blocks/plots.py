@@ -86,7 +86,8 @@ def quality(ds: xr.Dataset) -> hv.Layout:
             title=title, width=480, height=340)
 
     return (bars("energy_distance", "toy_model", TOY_LABELS, "energy distance", "2-D samples (lower is better)")
-            + bars("accuracy", "cls_model", CLS_LABELS, "test accuracy (%)", f"{ds.attrs['dataset']} accuracy"))
+            + bars("accuracy", "cls_model", CLS_LABELS, "test accuracy (%)", f"{ds.attrs['dataset']} accuracy")
+            ).opts(shared_axes=False)  # each panel its own models (a shared categorical axis listed all eight twice)
 
 
 def step_cost(ds: xr.Dataset) -> hv.Bars:

@@ -288,3 +288,29 @@ def test_label_objective_shares_the_class_embeddings_and_inference_steps_once_pe
     pred = T.classify(cfg, blocks, x, 0)
     assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks))
     np.testing.assert_allclose([c[1] for c in calls], blocks.edges[:-1].numpy(), rtol=1e-6)
+
+
+def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    """train_all trains the missing models side by side in worker processes (lab.core.parallel), into the weight
+    cache; each is bit for bit the model trained in this process, and a second call has nothing left to train."""
+    from lab.core.runtime import threads
+    from lab.methods.diffusion_blocks import train as T
+
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_S", 0.0)  # a pool even for a few steps
+    cfg = Config.from_profile("ci", toy_steps=3, cls_steps=2)
+    task = T.load_tokens(cfg)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "pool"))
+    done = T.train_all(cfg, task, progress=False)
+    assert len(done) == cfg.n_seeds * (len(T.TOY_MODELS) + len(T.CLS_MODELS)) and all(r.ran for r in done)
+    pooled = [T.toy_run(cfg, kind, cfg.seed) for kind in T.TOY_MODELS] + [
+        T.cls_run(cfg, task, kind, cfg.seed) for kind in T.CLS_MODELS]
+    assert all(t.loaded for t in pooled) and not any(r.ran for r in T.train_all(cfg, task, progress=False))
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
+    with threads(cfg.threads):  # as the experiment trains here (and each worker does)
+        here = [T.toy_run(cfg, kind, cfg.seed) for kind in T.TOY_MODELS] + [
+            T.cls_run(cfg, task, kind, cfg.seed) for kind in T.CLS_MODELS]
+    for a, b in zip(pooled, here):
+        assert not b.loaded
+        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+            assert torch.equal(x, y), key

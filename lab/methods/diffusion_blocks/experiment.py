@@ -25,6 +25,7 @@ from lab.methods.diffusion_blocks.train import (
     sample_toy,
     toy_data,
     toy_run,
+    train_all,
 )
 from lab.results import Coord, Schema, Var
 
@@ -126,6 +127,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                      variant=list(COST_VARIANTS))
     bar = tqdm(total=cfg.n_seeds * (len(TOY_MODELS) + len(CLS_MODELS)), desc="DiffusionBlocks runs",
                disable=not progress)
+    train_all(cfg, task, progress=progress)  # the missing weights side by side; the loop reads them from the cache
     with threads(cfg.threads):
         for s, seed in enumerate(cfg.seeds):
             _generate(cfg, res, s, seed, bar)

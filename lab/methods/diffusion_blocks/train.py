@@ -20,14 +20,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lab.cache import cached_model
+from lab.cache import cached_model, state_path
 from lab.core.train import fit, seed_everything
 from lab.datasets.sequences import SequenceTask, load_sequence_task
 from lab.methods.diffusion_blocks import model as M
 from lab.methods.diffusion_blocks.config import Config
 
 __all__ = ["CLS_MODELS", "FORMAT", "RERUN_OFFSET", "TOY_MODELS", "classify", "cls_run", "label_embeddings",
-           "load_tokens", "measure_costs", "sample_toy", "toy_data", "toy_run"]
+           "load_tokens", "measure_costs", "sample_toy", "toy_data", "toy_run", "train_all"]
 
 #: bump when training or a model changes (invalidates cached weights)
 FORMAT = 1
@@ -37,6 +37,11 @@ CLS_FORMAT = 3
 RERUN_OFFSET = 10_000
 TOY_MODELS = ("e2e", "blocks", "uniform", "blocks_b", "small")
 CLS_MODELS = ("e2e", "blocks", "small")
+#: CPU milliseconds of one training step of one layer at quick's sizes, one thread (2-D MLP denoisers; MNIST-1D
+#: transformers), measured on the 2-core machine: the order in which :func:`train_all` starts the jobs
+LAYER_STEP_MS = {"toy": 2.6, "cls": 3.4}
+#: estimated CPU seconds under which :func:`train_all` trains here: a worker's start costs about 4 s of CPU (ci)
+SERIAL_BELOW_S = 20.0
 #: tokens per example: digits as 8 rows of 8 pixels, MNIST-1D as 8 pieces of 5 samples
 TOKENS = {"digits": (8, 8), "mnist1d": (8, 5)}
 
@@ -191,12 +196,16 @@ def toy_run(cfg: Config, kind: str, seed: int, *, progress: bool = False):
         return _train(cfg, model, sample, _denoise_loss(cfg), cfg.toy_steps, cfg.toy_lr, train_seed, progress,
                       f"2-D {kind} (seed {seed})")
 
-    key = {"format": FORMAT, "toy": cfg.toy, "n_layers": cfg.n_layers, "n_blocks": cfg.n_blocks,
-           "width": cfg.width, "steps": cfg.toy_steps, "batch": cfg.toy_batch, "lr": cfg.toy_lr, "n": cfg.toy_train,
-           "budget": cfg.block_budget,
-           "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
-           "kind": kind, "seed": seed}
-    return cached_model("diffusion_blocks", f"toy-{kind}", key, lambda: build_toy(cfg, arch, train_seed), train)
+    return cached_model("diffusion_blocks", f"toy-{kind}", _toy_key(cfg, kind, seed),
+                        lambda: build_toy(cfg, arch, train_seed), train)
+
+
+def _toy_key(cfg: Config, kind: str, seed: int) -> dict:
+    return {"format": FORMAT, "toy": cfg.toy, "n_layers": cfg.n_layers, "n_blocks": cfg.n_blocks,
+            "width": cfg.width, "steps": cfg.toy_steps, "batch": cfg.toy_batch, "lr": cfg.toy_lr, "n": cfg.toy_train,
+            "budget": cfg.block_budget,
+            "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
+            "kind": kind, "seed": seed}
 
 
 def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: bool = False):
@@ -223,13 +232,57 @@ def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: 
         return _train(cfg, model, sample, loss, cfg.cls_steps, cfg.cls_lr, seed, progress,
                       f"classifier {kind} (seed {seed})")
 
-    key = {"format": CLS_FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "n_layers": cfg.n_layers,
-           "n_blocks": cfg.n_blocks, "d_model": cfg.d_model, "n_heads": cfg.n_heads, "d_label": cfg.d_label,
-           "steps": cfg.cls_steps, "batch": cfg.cls_batch, "lr": cfg.cls_lr,
-           "budget": cfg.block_budget,
-           "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
-           "kind": kind, "seed": seed}
-    return cached_model("diffusion_blocks", f"cls-{kind}", key, lambda: build_cls(cfg, task, kind, seed), train)
+    return cached_model("diffusion_blocks", f"cls-{kind}", _cls_key(cfg, kind, seed),
+                        lambda: build_cls(cfg, task, kind, seed), train)
+
+
+def _cls_key(cfg: Config, kind: str, seed: int) -> dict:
+    return {"format": CLS_FORMAT, "dataset": cfg.dataset, "n_train": cfg.n_train, "n_layers": cfg.n_layers,
+            "n_blocks": cfg.n_blocks, "d_model": cfg.d_model, "n_heads": cfg.n_heads, "d_label": cfg.d_label,
+            "steps": cfg.cls_steps, "batch": cfg.cls_batch, "lr": cfg.cls_lr,
+            "budget": cfg.block_budget,
+            "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
+            "kind": kind, "seed": seed}
+
+
+def _toy_job(cfg: Config, kind: str, seed: int) -> dict:
+    return toy_run(cfg, kind, seed).meta
+
+
+def _cls_job(cfg: Config, task: SequenceTask, kind: str, seed: int) -> dict:
+    return cls_run(cfg, task, kind, seed).meta
+
+
+def train_all(cfg: Config, task: SequenceTask, progress: bool = True) -> list:
+    """Train every 2-D model and classifier of every seed whose weights are not cached yet, side by side in worker
+    processes (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the cores, ``cfg.threads`` threads each);
+    :func:`toy_run` and :func:`cls_run` then load each from the cache. Each training seeds itself, so its weights are
+    those of a training here, bit for bit. Below :data:`SERIAL_BELOW_S` estimated CPU seconds in all (ci) it trains
+    here.
+
+    Returns:
+        the :class:`lab.core.parallel.JobResult` of each (seed, model), 2-D models first.
+    """
+    from lab.core.parallel import Job, run_jobs
+
+    def cost(kind: str, task_kind: str, steps: int) -> float:  # estimated CPU seconds: steps x layers x a layer-step
+        blocks = kind.startswith("blocks") or kind == "uniform"
+        layers = (cfg.n_layers if kind == "e2e" else cfg.block_layers) * (
+            cfg.n_blocks if blocks and cfg.block_budget == "compute" else 1)
+        return steps * layers * LAYER_STEP_MS[task_kind] / 1000
+
+    jobs = []
+    for seed in cfg.seeds:
+        jobs += [Job(f"2-D {kind} seed {seed}", _toy_job, (cfg, kind, seed), cost=cost(kind, "toy", cfg.toy_steps),
+                     cached=state_path("diffusion_blocks", f"toy-{kind}", _toy_key(cfg, kind, seed)).exists())
+                 for kind in TOY_MODELS]
+        jobs += [Job(f"classifier {kind} seed {seed}", _cls_job, (cfg, task, kind, seed),
+                     cost=cost(kind, "cls", cfg.cls_steps),
+                     cached=state_path("diffusion_blocks", f"cls-{kind}", _cls_key(cfg, kind, seed)).exists())
+                 for kind in CLS_MODELS]
+    small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S
+    return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
+                    desc="DiffusionBlocks trainings")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from lab.core.runtime import threads
 from lab.methods.ssdi8 import lm as LM
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
-from lab.methods.ssdi8.train import count_model_losses, grid_index, load_corpus, trained_model
+from lab.methods.ssdi8.train import count_model_losses, grid_index, load_corpus, train_all, trained_model
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -274,6 +274,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         Dataset with dims variant, weights, layer, channel, chunk, op, impl, path, step (see :data:`SCHEMA`).
     """
     weights = _weights(cfg)
+    train_all(cfg, progress=progress)  # every seed's missing weights side by side, before any timing
     with threads(cfg.threads):
         corpus = load_corpus(cfg)
         trained = trained_model(cfg, corpus, progress=progress)

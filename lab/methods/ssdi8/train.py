@@ -13,7 +13,7 @@ from __future__ import annotations
 import platform
 import sysconfig
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +21,21 @@ import torch
 import torch.nn.functional as F
 import xarray as xr
 
-from lab.cache import Trained, cached_dataset, cached_model
+from lab.cache import Trained, cached_dataset, cached_model, state_path
 from lab.core.models import CausalLM
 from lab.core.runtime import threads
 from lab.core.train import fit, seed_everything
 from lab.methods.ssdi8.config import Config
 
 __all__ = ["CORPUS_VERSION", "VOCAB", "WEIGHTS_VERSION", "Corpus", "build_model", "corpus_files", "encode",
-           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "trained_model", "window_files"]
+           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "train_all", "trained_model", "window_files"]
 
 #: bump when the corpus or the training changes for an unchanged config (invalidates the caches)
 CORPUS_VERSION = 1
 WEIGHTS_VERSION = 1
+#: training steps in all under which :func:`train_all` trains here: a worker's start costs about 4 s of CPU, about
+#: 25 of quick's steps (ci trains 2 x 12)
+SERIAL_BELOW_STEPS = 100
 #: characters are code points below 128
 VOCAB = 128
 #: calibration and evaluation windows are spread over this many times the characters they need (more files)
@@ -205,5 +208,36 @@ def trained_model(cfg: Config, corpus: Corpus | None = None, *, progress: bool =
 
     with threads(cfg.threads):
         seed_everything(cfg.seed)
-        key = cfg.training_key(version=WEIGHTS_VERSION, corpus=CORPUS_VERSION, python=platform.python_version())
-        return cached_model("ssdi8", "mamba2-lm", key, lambda: build_model(cfg), train, use_cache=cfg.use_cache)
+        return cached_model("ssdi8", "mamba2-lm", _weights_key(cfg), lambda: build_model(cfg), train,
+                            use_cache=cfg.use_cache)
+
+
+def _weights_key(cfg: Config) -> dict:
+    return cfg.training_key(version=WEIGHTS_VERSION, corpus=CORPUS_VERSION, python=platform.python_version())
+
+
+def _train_job(cfg: Config) -> dict:
+    """One training of :func:`train_all` (in a worker process): the weights go to the cache; returns their meta."""
+    return trained_model(cfg, progress=False).meta
+
+
+def train_all(cfg: Config, progress: bool = True) -> list:
+    """Train the language models of seeds ``cfg.seed ... cfg.seed + n_seeds - 1`` whose weights are not cached yet,
+    side by side in worker processes (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the cores,
+    ``cfg.threads`` threads each); :func:`trained_model` then loads each from the cache, the same weights bit for bit
+    (each training seeds itself). Below :data:`SERIAL_BELOW_STEPS` training steps in all (ci) it trains here;
+    without the cache it does nothing (the run trains as it reads).
+
+    Returns:
+        the :class:`lab.core.parallel.JobResult` of each seed.
+    """
+    from lab.core.parallel import Job, run_jobs
+
+    if not cfg.use_cache:
+        return []
+    seeds = [replace(cfg, seed=cfg.seed + k) for k in range(cfg.n_seeds)]
+    jobs = [Job(f"Mamba-2 LM seed {c.seed}", _train_job, (c,), cost=c.train_steps,
+                cached=state_path("ssdi8", "mamba2-lm", _weights_key(c)).exists()) for c in seeds]
+    small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_STEPS
+    return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
+                    desc="ssdi8 trainings")

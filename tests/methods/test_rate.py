@@ -451,3 +451,32 @@ def test_live_rollout_returns_what_it_says(ci_result):
                  plots.rollout_plot(mg)):
         assert plot is not None
     assert "At the training length" in plots.discussion(ci_result("rate").data)
+
+
+def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    """train_all trains every missing agent side by side in worker processes (lab.core.parallel), into the weight
+    cache; each is bit for bit the agent trained in this process, and a second call has nothing left to train."""
+    from lab.core.runtime import threads
+    from lab.methods.rate import minigrid
+    from lab.methods.rate import train as T
+
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_STEPS", 0)  # a pool even for a few steps
+    cfg = Config.from_profile("ci", steps=3, n_seeds=1)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "pool"))
+    done = T.train_all(cfg, progress=False)
+    assert len(done) == 2 * len(VARIANTS) and all(r.ran for r in done)
+    assert not any(r.ran for r in T.train_all(cfg, progress=False))
+
+    def agents():
+        return [T.trained(cfg, v, cfg.seed) for v in VARIANTS] + [minigrid.trained(cfg, v, cfg.seed)
+                                                                   for v in VARIANTS]
+
+    pooled = agents()
+    assert all(t.loaded for t in pooled)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
+    with threads(cfg.threads):
+        here = agents()
+    for a, b in zip(pooled, here):
+        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+            assert torch.equal(x, y), key

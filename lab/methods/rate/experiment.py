@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 
 from lab.core.runtime import threads
 from lab.methods.rate.config import VARIANTS, Config
-from lab.methods.rate.train import scores, trained
+from lab.methods.rate.train import scores, train_all, trained
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -51,6 +51,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     res = (SCHEMA + MINIGRID if grid else SCHEMA).new(seed=list(cfg.seeds), variant=list(VARIANTS),
                                                       length=list(cfg.eval_lengths),
                                                       context={"minigrid_size": cfg.minigrid_size})
+    train_all(cfg, progress=progress)  # the missing agents side by side; the loop reads them from the cache
     bar = tqdm(total=cfg.n_seeds * len(VARIANTS) * (1 + grid), desc="RATE agents", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(cfg.seeds):

@@ -457,16 +457,16 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
     """train_all trains every missing agent side by side in worker processes (lab.core.parallel), into the weight
     cache; each is bit for bit the agent trained in this process, and a second call has nothing left to train."""
     from lab.core.runtime import threads
-    from lab.methods.rate import minigrid
+    from lab.methods.rate import minigrid, pool
     from lab.methods.rate import train as T
 
     monkeypatch.setenv("LAB_WORKERS", "2")
-    monkeypatch.setattr(T, "SERIAL_BELOW_STEPS", 0)  # a pool even for a few steps
+    monkeypatch.setattr(pool, "SERIAL_BELOW_STEPS", 0)  # a pool even for a few steps
     cfg = Config.from_profile("ci", steps=3, n_seeds=1)
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "pool"))
-    done = T.train_all(cfg, progress=False)
+    done = pool.train_all(cfg, progress=False)
     assert len(done) == 2 * len(VARIANTS) and all(r.ran for r in done)
-    assert not any(r.ran for r in T.train_all(cfg, progress=False))
+    assert not any(r.ran for r in pool.train_all(cfg, progress=False))
 
     def agents():
         return [T.trained(cfg, v, cfg.seed) for v in VARIANTS] + [minigrid.trained(cfg, v, cfg.seed)

@@ -9,7 +9,8 @@ from tqdm.auto import tqdm
 
 from lab.core.runtime import threads
 from lab.methods.rate.config import VARIANTS, Config
-from lab.methods.rate.train import scores, train_all, trained
+from lab.methods.rate.pool import train_all
+from lab.methods.rate.train import scores, trained
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]

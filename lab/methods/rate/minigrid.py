@@ -157,3 +157,10 @@ def evaluate(cfg: Config, variant: str, seed: int) -> float:
 
     state, _ = cached_state("rate", f"minigrid-eval-{variant}", key, make)
     return float(np.asarray(state["success"])[0])
+
+
+def weights_path(cfg: Config, variant: str, seed: int):
+    """Where the MiniGrid-Memory agent ``variant`` of seed ``seed`` is cached (whether or not it exists)."""
+    from lab.cache import state_path
+
+    return state_path("rate", f"minigrid-{variant}", _key(cfg, variant, seed))

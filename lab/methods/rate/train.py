@@ -22,8 +22,8 @@ from lab.methods.rate import env as E
 from lab.methods.rate import model as M
 from lab.methods.rate.config import VARIANTS, Config
 
-__all__ = ["FORMAT", "VARIANTS", "build", "oracle_data", "scores", "test_episodes", "train_all", "trained",
-           "train_sampler"]
+__all__ = ["FORMAT", "VARIANTS", "build", "oracle_data", "scores", "test_episodes", "trained", "train_sampler",
+           "weights_path"]
 
 #: bump when training changes (invalidates cached weights)
 FORMAT = 2
@@ -143,48 +143,9 @@ def scores(cfg: Config, variant: str, seed: int, agent: Trained | None = None) -
     return {k: np.asarray(v) for k, v in state.items()}
 
 
-#: training steps in all under which :func:`train_all` trains here: a worker's start costs about 4 s of CPU (ci)
-SERIAL_BELOW_STEPS = 2000
 
-
-def _tmaze_job(cfg: Config, variant: str, seed: int) -> dict:
-    return trained(cfg, variant, seed).meta
-
-
-def _minigrid_job(cfg: Config, variant: str, seed: int) -> dict:
-    from lab.methods.rate import minigrid
-
-    return minigrid.trained(cfg, variant, seed).meta
-
-
-def train_all(cfg: Config, progress: bool = True) -> list:
-    """Train every agent of every seed (T-Maze, and MiniGrid-Memory where ``cfg.envs`` has it) whose weights are not
-    cached yet, side by side in worker processes (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the cores,
-    ``cfg.threads`` threads each); :func:`trained` then loads each from the cache, the same weights bit for bit (each
-    training seeds itself). Agents whose weights are one cache entry (``rate_detached`` and ``rate`` when
-    ``detach_memory`` is set) are one job. Below :data:`SERIAL_BELOW_STEPS` training steps in all (ci) it trains
-    here.
-
-    Returns:
-        the :class:`lab.core.parallel.JobResult` of each training.
-    """
+def weights_path(cfg: Config, variant: str, seed: int):
+    """Where the T-Maze agent ``variant`` of seed ``seed`` is cached (whether or not it exists)."""
     from lab.cache import state_path
-    from lab.core.parallel import Job, run_jobs
-    from lab.methods.rate import minigrid
 
-    jobs, seen = [], set()
-    for seed in cfg.seeds:
-        for variant in VARIANTS:
-            name = f"tmaze-{_same(cfg, variant)[1]}"
-            path = state_path("rate", name, _key(cfg, variant, seed))
-            if path not in seen:
-                seen.add(path)
-                jobs.append(Job(f"T-Maze {variant} seed {seed}", _tmaze_job, (cfg, variant, seed), cost=cfg.steps,
-                                cached=path.exists()))
-            if "minigrid" in cfg.envs:
-                path = state_path("rate", f"minigrid-{variant}", minigrid._key(cfg, variant, seed))
-                jobs.append(Job(f"MiniGrid {variant} seed {seed}", _minigrid_job, (cfg, variant, seed),
-                                cost=cfg.minigrid_steps, cached=path.exists()))
-    small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_STEPS
-    return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
-                    desc="RATE trainings")
+    return state_path("rate", f"tmaze-{_same(cfg, variant)[1]}", _key(cfg, variant, seed))

@@ -125,7 +125,7 @@ class Dashboard(MethodPanel):
 
     def _field_frame(self, which: str):
         @param.depends(self.param.frame, self.param.K, self.param.ic, self.param.rollout_steps, self.param.trained)
-        def field(frame, K, ic, steps, version):
+        def field(frame, **_):  # called with every dependency by name (K, ic, rollout_steps, trained)
             if not self.ready:
                 return hv.Image(np.zeros((2, 2)), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["vorticity"])
             return plots.rollout_frame(self._sim(), frame)[0 if which == "truth" else 1]

@@ -29,15 +29,19 @@ tasks). Three parts:
    added with a random sign into one of ``r`` buckets); for ``r = O(k² / (ε² δ))`` this is a ``(1 ± ε)`` subspace
    embedding, so the top singular vectors are nearly the same at a fraction of the SVD's cost.
 
-Basis memory is counted in bytes: packed codes, FP32 scale, centre and λ per vector, and every outlier's FP32 value
-and position. The paper: on 10-split CIFAR-100, GPM FP32 71.11 ACC at 3.13 MB; 8-bit QGPM 70.70 at 0.81 MB (3.83x);
-4-bit QGPM 69.74 at 0.48 MB, where naive 4-bit quantisation of the bases collapses to 25.03.
+Basis memory is the length of each basis's packed buffer (``QuantisedBasis.pack``, which ``unpack`` reads back):
+bit-packed inlier codes, FP32 scale, centre and λ per vector, and every outlier's FP32 value and position. The paper:
+on 10-split CIFAR-100, GPM FP32 71.11 ACC at 3.13 MB; 8-bit QGPM 70.70 at 0.81 MB (3.83x); 4-bit QGPM 69.74 at
+0.48 MB, where naive 4-bit quantisation of the bases collapses to 25.03.
 
 **In this lab.** A bias-free ReLU MLP on permuted sklearn digits (:mod:`lab.datasets.streams`, metrics and training in
-:mod:`lab.core.continual`); :mod:`.model` (sketch, GPM's rule, quantisers, the memory and its projection),
-:mod:`.train` (the runs, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
-``forgetting`` dashboard's accuracy matrix and memory-against-accuracy); notebook ``15_qgpm.ipynb``. The lab's
-trainer steps with AdamW, so each step's *update* is projected (the same as projecting the gradient for SGD).
+:mod:`lab.core.continual`), at quick four tasks at thresholds 0.9/0.95/0.95: a memory with room left (ten tasks at
+GPM's pMNIST thresholds fill the 64 input dimensions, and accuracy then trades forgetting for plasticity); QEA with
+the official code's α = 10; outliers as the official code picks them (at least one per tail at d = 64).
+:mod:`.model` (sketch, GPM's rule, quantisers, the memory and its projection), :mod:`.train` (the runs, cached),
+:mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the ``forgetting`` dashboard's accuracy
+matrix and memory-against-accuracy); notebook ``15_qgpm.ipynb``. The lab's trainer steps with AdamW, so each step's
+*update* is projected (the same as projecting the gradient for SGD).
 """
 
 from lab.registry import Method

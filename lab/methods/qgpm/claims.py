@@ -9,11 +9,13 @@ lost against GPM FP32, so a quantised memory cannot "match" GPM by forgetting an
 
 Competence, in the same run: GPM FP32, the memory-matched GPM and fine-tuning are learned, so they must learn each
 task they train on (accuracy on a task right after training it, R[j, j], above :data:`COMPETENT_PLASTICITY`); so
-must the naive quantised memory, and it must keep more than no memory at all (ACC above fine-tuning's). The
+must the naive quantised memory, and it must keep more than no memory at all (ACC above fine-tuning's). The regime:
+GPM FP32's memory must leave room for new tasks (:data:`GPM_HAS_ROOM`: its R[j, j] within 5 pt of fine-tuning's); a
+saturated memory trades forgetting for plasticity and the ACC comparison cannot see what the memory keeps. The
 headline is ``qgpm8_keeps_accuracy``: the paper's central result, GPM's accuracy and stability in the memory of 8-bit
-codes, where FP32 GPM cut to those bytes loses them. The memory ratio is arithmetic of the storage formats (a report
-row), as are QGPM against naive at every low bit width, QGPM's low-bit BWT against GPM's and the sketched run's
-accuracy.
+codes, where FP32 GPM cut to those bytes loses them. The memory ratio, read from the lengths of the packed bases,
+is a report row, as are QGPM against naive at every low bit width, QGPM's low-bit BWT against GPM's and the sketched
+run's accuracy.
 """
 
 from __future__ import annotations
@@ -83,6 +85,22 @@ def _learns(variant, who: str) -> Competence:
 
 GPM_LEARNS = _learns("gpm", "GPM FP32 (the reference)")
 
+#: GPM FP32's R[j, j] at most this far (pt) below fine-tuning's: a memory with room left for new tasks
+ROOM_GAP = -5.0
+#: the regime the claims live in: GPM's memory leaves room to learn new tasks (a saturated memory trades forgetting
+#: for plasticity, and an accuracy comparison cannot see what the memory keeps)
+GPM_HAS_ROOM = Competence(
+    label="GPM FP32 not saturated: its R[j, j] minus fine-tuning's",
+    measure=difference(_pick("plasticity", "gpm", "GPM FP32"), _pick("plasticity", "finetune", "fine-tuning"),
+                       what="accuracy right after training each task",
+                       note=lambda ds: "stored dimensions after the last task: " + ", ".join(
+                           f"{int(r)}/{int(d)}" for r, d in zip(
+                               ds.basis_rank.sel(variant="gpm").isel(after=-1).mean("seed").values,
+                               ds.attrs.get("layer_dims", []))) if "basis_rank" in ds else ""),
+    op=">", threshold=ROOM_GAP,
+    threshold_source="our convention: within 5 pt of no memory at all; ten tasks at thresholds 0.95/0.99/0.99 "
+                     "measured -37 pt (input layer full), four at 0.9/0.95/0.95 about -2.6 pt", unit="pt")
+
 
 #: the naive low-bit memory, competent when it learns its tasks and keeps more than no memory at all
 NAIVE_COMPETENT = (
@@ -98,10 +116,14 @@ NAIVE_COMPETENT = (
 
 
 def _memory_ratio(ds: xr.Dataset) -> Measurement:
-    gpm = ds.memory_bytes.sel(variant="gpm").isel(after=-1).sum("layer").values
-    q8 = ds.memory_bytes.sel(variant="qgpm8").isel(after=-1).sum("layer").values
-    return over_seeds(gpm / q8, "mean", f"GPM FP32 {gpm.mean() / 1024:.1f} KiB vs 8-bit QGPM {q8.mean() / 1024:.1f} "
-                                        "KiB of bases after the last task")
+    final = ds.memory_bytes.isel(after=-1).sum("layer")  # (seed, variant): bytes of the packed buffers
+    gpm, q8 = final.sel(variant="gpm").values, final.sel(variant="qgpm8").values
+    b = int(ds.attrs["claim_bits"])
+    low = final.sel(variant=f"qgpm{b}").values
+    kib = [float(x.mean()) / 1024 for x in (gpm, q8, low)]
+    return over_seeds(gpm / q8, "mean", f"packed buffers after the last task: GPM FP32 {kib[0]:.1f} KiB, 8-bit QGPM "
+                                        f"{kib[1]:.1f} KiB, {b}-bit QGPM {kib[2]:.1f} KiB "
+                                        f"({float(np.mean(gpm / low)):.2f}x; paper 6.44x at 4 bits)")
 
 
 def gpm_variants(ds: xr.Dataset) -> list[str]:
@@ -156,13 +178,14 @@ CLAIMS = [
         measure=_gpm_loss("qgpm8"),
         op="<=",
         threshold=1.0,
-        threshold_source="the lab's plan: within 1 pt of GPM FP32 in ACC; the same point in BWT (the paper's "
-                         "8-bit QGPM forgets 0.17 pt less than GPM)",
+        threshold_source="the lab's plan, fixed before the stream was chosen: within 1 pt of GPM FP32 in ACC (the "
+                         "paper's 8-bit loss: 0.41 pt); the same point in BWT (the paper's 8-bit QGPM forgets 0.17 "
+                         "pt less than GPM); the per-seed values show the seeds' paired noise",
         unit="pt",
         control=_gpm_loss("gpm_mm"),
         control_label="GPM with FP32 bases cut to 8-bit QGPM's bytes (the paper's memory-matched GPM, 64.58): "
                       "must lose more than 1 pt",
-        competence=(GPM_LEARNS, _learns("gpm_mm", "memory-matched GPM (the control)")),
+        competence=(GPM_LEARNS, GPM_HAS_ROOM, _learns("gpm_mm", "memory-matched GPM (the control)")),
         headline=True,
     ),
     Claim(
@@ -173,11 +196,12 @@ CLAIMS = [
         measure=_memory_ratio,
         op=">=",
         threshold=3.5,
-        threshold_source="the lab's plan: >= 3.5x; shown, no verdict: arithmetic of the storage format, not a "
-                         "measurement",
+        threshold_source="the lab's plan: >= 3.5x; shown, no verdict: the lengths of the packed buffers follow "
+                         "from the storage format (per-vector overheads weigh more at d = 64 and 100 than in the "
+                         "paper's conv layers)",
         unit="x",
-        no_control="bytes are counted from the storage format (codes, FP32 scale, centre and λ per vector, FP32 "
-                   "outliers with their positions); the accuracy claim above carries the control",
+        no_control="bytes are the lengths of the packed bases (inlier codes, FP32 scale, centre and λ per vector, "
+                   "FP32 outliers with their positions); the accuracy claim above carries the control",
         report=True,
     ),
     Claim(
@@ -188,12 +212,13 @@ CLAIMS = [
         measure=_gpm_loss(lambda ds: _low(ds, "qgpm")),
         op="<=",
         threshold=1.5,
-        threshold_source="the paper's 4-bit drop from GPM FP32 (71.11 - 69.74 = 1.37 pt), rounded up to 1.5; the "
-                         "same margin in BWT (QGPM's BWT within 0.2 pt of GPM's at 8 bits)",
+        threshold_source="the paper's 4-bit drop from GPM FP32 (71.11 - 69.74 = 1.37 pt), rounded up to 1.5, fixed "
+                         "before the stream was chosen; the same margin in BWT (QGPM's BWT within 0.2 pt of GPM's "
+                         "at 8 bits)",
         unit="pt",
         control=_gpm_loss(lambda ds: _low(ds, "naive")),
         control_label="naive quantisation of the bases at the same bit width (uniform levels, no outliers, no QEA)",
-        competence=(GPM_LEARNS, *NAIVE_COMPETENT),
+        competence=(GPM_LEARNS, GPM_HAS_ROOM, *NAIVE_COMPETENT),
     ),
     Claim(
         name="gpm_forgets_less",

@@ -24,8 +24,8 @@ _PER_LAYER = ("seed", "variant", "after", "layer")
 SCHEMA = Schema(
     Var("accuracy", ("seed", "variant", "after", "task"),
         "test accuracy on task j after training task i (the accuracy matrix R)", "%"),
-    Var("memory_bytes", _PER_LAYER, "bytes of the stored bases after each task (codes, scales, centres, λ, outlier "
-                                    "values and positions)", "B"),
+    Var("memory_bytes", _PER_LAYER, "bytes of the packed bases after each task (inlier codes, scales, centres, λ, "
+                                    "outlier values and positions)", "B"),
     Var("basis_rank", _PER_LAYER, "stored basis vectors after each task", "vectors"),
     Var("cos_error", _PER_LAYER, "mean 1 - cos(stored, exact) over the stored basis vectors"),
     Var("train_steps", ("seed", "variant"), "optimiser steps over the stream", "steps"),
@@ -96,6 +96,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     bar.close()
     ds = res.build(attrs={
         "stream": stream.name, "n_tasks": T, "d_input": stream.d_input, "hidden": list(cfg.hidden),
+        "layer_dims": [stream.d_input, *cfg.hidden], "thresholds": list(cfg.thresholds),
         "claim_bits": cfg.claim_bits, "bit_widths": list(cfg.bits), "n_test": len(stream[0].y_test),
         "sketch_rows": cfg.sketch_rows, "n_repr": cfg.n_repr, "qea_alpha": cfg.qea_alpha,
         "outlier_share": cfg.outlier_share, "run_seconds": time.perf_counter() - start})

@@ -19,8 +19,8 @@ from lab.checks import check_choice, check_int, check_real
 from lab.methods.qgpm.config import BITS
 
 __all__ = ["BITS", "MODES", "FP32_BYTES", "GPM", "QuantisedBasis", "count_sketch", "dequantise", "index_bytes",
-           "new_bases", "nf_levels", "principal_cosines", "quantise", "subspace_similarity", "threshold_rank",
-           "uniform_levels"]
+           "new_bases", "nf_levels", "outliers_per_tail", "principal_cosines", "quantise", "subspace_similarity",
+           "threshold_rank", "uniform_levels"]
 
 #: how bases are stored: full precision, naive uniform quantisation, QGPM
 MODES = ("fp", "naive", "qgpm")
@@ -104,6 +104,14 @@ def uniform_levels(bits: int) -> np.ndarray:
     return np.linspace(-1.0, 1.0, 2 ** bits)
 
 
+def outliers_per_tail(d: int, share: float) -> int:
+    """Entries per tail of a ``d``-vector kept in FP32 at outlier share ``p``: those strictly beyond its linearly
+    interpolated ``p/2`` (and ``1 - p/2``) quantile, as the official code selects them (``torch.quantile``): the order
+    statistics below position ``p/2 (d - 1)``, i.e. ``ceil(p/2 (d - 1))`` (0 only at ``p = 0``; 1 at ``d`` = 64 and
+    100 with ``p`` = 2%, where ``floor(p d / 2)`` gave none at ``d`` = 64)."""
+    return min(d // 2, math.ceil(share / 2 * (d - 1) - 1e-12)) if share > 0 else 0
+
+
 def index_bytes(d: int) -> int:
     """Bytes of one outlier's position in a vector of ``d`` entries."""
     return max(1, math.ceil(math.log2(max(d, 2)) / 8))
@@ -136,15 +144,74 @@ class QuantisedBasis:
     def k(self) -> int:
         return int(self.codes.shape[0])
 
-    def nbytes(self) -> int:
-        """Storage in bytes: packed codes, each vector's FP32 scale (and centre, and λ with QEA), and each outlier's
-        FP32 value and position."""
+    def _qea(self) -> bool:
+        """Whether λ is stored (QEA weights some vector below 1)."""
+        return self.lam is not None and bool(np.any(self.lam != 1.0))
+
+    def pack(self) -> bytes:
+        """The stored basis as one buffer, vector after vector: its inliers' codes (``bits`` each, bit-packed; the
+        outliers' slots skipped), its FP32 scale (and centre for QGPM, and λ where QEA weights some vector below 1),
+        its outliers' FP32 values and positions (:func:`index_bytes` each, little-endian); ``fp``: the float32
+        vectors. The shapes, the mode and the outlier count per vector are the format's, not stored."""
         if self.mode == "fp":
-            return self.k * self.d * FP32_BYTES
-        per = math.ceil(self.d * self.bits / 8) + FP32_BYTES * (1 + (self.mode == "qgpm"))
-        out = sum(len(p) for p, _ in self.outliers) * (FP32_BYTES + index_bytes(self.d))
-        lam = self.k * FP32_BYTES if self.lam is not None and np.any(self.lam != 1.0) else 0
-        return self.k * per + out + lam
+            return np.ascontiguousarray(self.codes, "<f4").tobytes()
+        parts, nb = [], index_bytes(self.d)
+        for i in range(self.k):
+            pos, val = self.outliers[i] if self.outliers else (np.zeros(0, np.int64), np.zeros(0, np.float32))
+            keep = np.ones(self.d, bool)
+            keep[pos] = False
+            bits = np.unpackbits(self.codes[i, keep][:, None], axis=1, bitorder="little")[:, :self.bits]
+            parts.append(np.packbits(bits.ravel(), bitorder="little").tobytes())
+            head = [self.scale[i], *([self.centre[i]] if self.mode == "qgpm" else []),
+                    *([self.lam[i]] if self._qea() else [])]
+            parts.append(np.asarray(head, "<f4").tobytes())
+            parts.append(np.asarray(val, "<f4").tobytes())
+            parts.append(np.asarray(pos, "<u4").view(np.uint8).reshape(-1, 4)[:, :nb].tobytes())
+        return b"".join(parts)
+
+    @classmethod
+    def unpack(cls, blob: bytes, mode: str, bits: int, d: int, k: int, n_outliers: int = 0,
+               qea: bool = False) -> QuantisedBasis:
+        """The basis :meth:`pack` stored (``cos_error`` is not stored; λ is 1 where ``qea`` is False)."""
+        if mode == "fp":
+            if len(blob) != FP32_BYTES * k * d:
+                raise ValueError(f"{len(blob) - FP32_BYTES * k * d} bytes left over unpacking an fp basis of {k} "
+                                 "vectors")
+            V = np.frombuffer(blob, "<f4").reshape(k, d)
+            return cls("fp", 32, d, V.copy(), np.ones(k), np.zeros(k), lam=np.ones(k))
+        nb, n_in = index_bytes(d), d - n_outliers
+        n_code, n_head = math.ceil(n_in * bits / 8), 1 + (mode == "qgpm") + bool(qea)
+        codes, scale, centre, lam = np.zeros((k, d), np.uint8), np.ones(k), np.zeros(k), np.ones(k)
+        outliers, at = [], 0
+        for i in range(k):
+            raw = np.unpackbits(np.frombuffer(blob, np.uint8, n_code, at), bitorder="little")[:n_in * bits]
+            at += n_code
+            inl = np.packbits(raw.reshape(n_in, bits), axis=1, bitorder="little")[:, 0]
+            head = np.frombuffer(blob, "<f4", n_head, at).astype(np.float64)
+            at += 4 * n_head
+            scale[i] = head[0]
+            centre[i] = head[1] if mode == "qgpm" else 0.0
+            lam[i] = head[-1] if qea else 1.0
+            val = np.frombuffer(blob, "<f4", n_outliers, at).copy()
+            at += 4 * n_outliers
+            raw_pos = np.frombuffer(blob, np.uint8, n_outliers * nb, at).reshape(n_outliers, nb)
+            at += n_outliers * nb
+            pos = np.zeros((n_outliers, 4), np.uint8)
+            pos[:, :nb] = raw_pos
+            pos = pos.view("<u4")[:, 0].astype(np.int64)
+            keep = np.ones(d, bool)
+            keep[pos] = False
+            codes[i, keep] = inl
+            if mode == "qgpm":
+                outliers.append((pos, val))
+        if at != len(blob):
+            raise ValueError(f"{len(blob) - at} bytes left over unpacking a {mode} basis of {k} vectors")
+        return cls(mode, bits, d, codes, scale.astype(np.float32), centre.astype(np.float32), outliers, lam=lam)
+
+    def nbytes(self) -> int:
+        """Storage in bytes: the length of :meth:`pack`'s buffer (packed inlier codes, each vector's FP32 scale, and
+        centre and λ for QGPM with QEA, each outlier's FP32 value and position)."""
+        return len(self.pack())
 
 
 def quantise(U: np.ndarray, mode: str, bits: int = 8, *, outlier_share: float = 0.01, alpha: float = 0.0
@@ -154,7 +221,7 @@ def quantise(U: np.ndarray, mode: str, bits: int = 8, *, outlier_share: float = 
     * ``fp``: as float32.
     * ``naive``: each vector scaled by its largest magnitude and rounded to the nearest of ``2^bits`` uniform levels.
     * ``qgpm``: per vector, the entries below its ``p/2`` and above its ``1 - p/2`` quantile (``p`` =
-      ``outlier_share``: ``floor(p d / 2)`` entries per tail) stay FP32; the rest are centred (their mean),
+      ``outlier_share``: :func:`outliers_per_tail` entries per tail) stay FP32; the rest are centred (their mean),
       scaled by their largest magnitude and snapped to the nearest NF-``bits`` level. ``alpha`` sets the QEA
       weights ``λ_i = clip(1 - alpha · e_i, 0, 1)`` from ``e_i = 1 - cos(ũ_i, u_i)``.
     """
@@ -167,7 +234,7 @@ def quantise(U: np.ndarray, mode: str, bits: int = 8, *, outlier_share: float = 
     levels = nf_levels(bits) if mode == "qgpm" else uniform_levels(bits)
     codes = np.zeros((k, d), np.uint8)
     scale, centre, outliers = np.ones(k), np.zeros(k), []
-    per_tail = int(math.floor(outlier_share * d / 2)) if mode == "qgpm" else 0
+    per_tail = outliers_per_tail(d, outlier_share) if mode == "qgpm" else 0
     for i in range(k):
         u = U[:, i]
         inl = np.ones(d, bool)
@@ -187,7 +254,7 @@ def quantise(U: np.ndarray, mode: str, bits: int = 8, *, outlier_share: float = 
     Ut = dequantise(q)  # (d, k)
     cos = np.sum(Ut * U, 0) / np.maximum(np.linalg.norm(Ut, axis=0) * np.linalg.norm(U, axis=0), 1e-12)
     q.cos_error = 1.0 - cos
-    q.lam = np.clip(1.0 - alpha * q.cos_error, 0.0, 1.0) if mode == "qgpm" else np.ones(k)
+    q.lam = (np.clip(1.0 - alpha * q.cos_error, 0.0, 1.0) if mode == "qgpm" else np.ones(k)).astype(np.float32)
     return q
 
 

@@ -137,18 +137,25 @@ def discussion(ds: xr.Dataset) -> str:
         f"{float(kib.sel(variant='qgpm8')):.1f} KiB, {b}-bit QGPM {float(kib.sel(variant=f'qgpm{b}')):.1f} KiB. "
         f"Each stored vector of d entries costs d·k/8 bytes of codes plus 12 bytes (FP32 scale, centre, λ) plus "
         f"5 bytes per FP32 outlier, so at d = {max(dims)} the 8-bit ratio is bounded well below 4.",
-        f"- GPM's memory fills the layers: {', '.join(f'{r:.0f} of {d}' for r, d in zip(ranks, dims))} "
-        f"dimensions per layer after {ds.sizes['after']} tasks. A permuted task spans much of the "
-        f"{dims[0]}-dimensional input space, so after a few tasks the first layer can hardly move: GPM trades "
-        "plasticity "
-        f"(R[j, j] {spread_text(ds.plasticity.sel(variant='gpm').values)} vs fine-tuning "
-        f"{spread_text(ds.plasticity.sel(variant='finetune').values)}) for stability.",
-        f"- QEA (α = {ds.attrs['qea_alpha']:g}) weakens the projection on badly quantised vectors; without "
-        "it a non-orthonormal dequantised basis makes I - M̃M̃ᵀ push updates back into the protected subspace "
-        f"(naive quantisation's collapse). At {b} bits the stored vectors' mean e_i is {e_low:.2g}, so λ_i ≈ "
-        f"{max(0.0, 1 - float(ds.attrs['qea_alpha']) * e_low):.2f}: each step keeps that share of the projection "
-        f"only, the rest leaks into the protected subspace step after step, and {b}-bit QGPM keeps GPM's accuracy "
-        "by plasticity rather than by stability (compare the BWT above).",
+        f"- GPM's memory after {ds.sizes['after']} tasks: "
+        f"{', '.join(f'{r:.0f} of {d}' for r, d in zip(ranks, dims))} dimensions per layer (thresholds "
+        f"{', '.join(f'{t:g}' for t in ds.attrs.get('thresholds', []))}), so it "
+        f"still learns each new task (R[j, j] {spread_text(ds.plasticity.sel(variant='gpm').values)} vs fine-tuning "
+        f"{spread_text(ds.plasticity.sel(variant='finetune').values)}). A permuted task spans much of the "
+        f"{dims[0]}-dimensional input space: ten tasks at GPM's pMNIST thresholds (0.95, 0.99, 0.99) fill it, and "
+        "GPM then trades plasticity for stability, so ACC alone cannot tell a memory that keeps the old tasks from "
+        "one that relearns them; the claims here count BWT as well.",
+        f"- QEA (α = {ds.attrs['qea_alpha']:g}, the official code's default) weakens the projection on badly "
+        f"quantised vectors. At {b} bits the stored vectors' mean e_i is {e_low:.2g}, so λ_i ≈ "
+        f"{max(0.0, 1 - float(ds.attrs['qea_alpha']) * e_low):.2f}: the projection stays nearly whole (α = 80, an "
+        f"ablation setting, gives {max(0.0, 1 - 80 * e_low):.2f} at that mean error and 0 to every vector with "
+        "e_i > 1/80).",
+        f"- Naive against QGPM: at {b} bits naive quantisation keeps {spread_text(acc[f'naive{b}'])}% ACC here "
+        f"(QGPM {spread_text(acc[f'qgpm{b}'])}): with d <= {max(dims)} a vector's largest entry is only a few times "
+        f"its typical one, and {2 ** b} uniform levels suffice. " + " ".join(
+            f"At {k} bits: QGPM {spread_text(acc[f'qgpm{k}'])} vs naive {spread_text(acc[f'naive{k}'])}."
+            for k in map(int, ds.attrs["bit_widths"]) if k < b)
+        + " The paper's naive 4-bit collapse (25.03) is on AlexNet, whose basis vectors have hundreds of entries.",
         f"- Accuracy is measured on {ds.attrs['n_test']} test examples per task over {ds.sizes['seed']} seed(s).",
     ]
     return "\n".join(lines)

@@ -24,7 +24,7 @@ __all__ = ["FORMAT", "SECOND_SEED_OFFSET", "Variant", "load_stream", "memory_bud
            "run_variant", "variants"]
 
 #: bump when a run's content changes (invalidates cached runs)
-FORMAT = 2
+FORMAT = 3
 #: the second fine-tuning run (the BWT claim's control) starts from seed + this offset
 SECOND_SEED_OFFSET = 10_000
 

@@ -1,10 +1,13 @@
 """REM's claims, each read from the run's Dataset alone: scores (Utility x Healed) over the grid of corruptions and
 discovery rates, per seed; every claim states its statistic (the mean over seeds; the table shows the spread).
 
-The control of the three claims against the baselines is REM without redirection in REM's place (extra units,
-example-tied masks, NPO through the base units, but the discovered corrupted data get no home in the extra units);
-the control of the redirection claim is a second REM run with other masks in place of the ablation (the gap mask
-draws make). The headline, ``best_mean_score``, compares REM with the strongest baseline of each seed.
+The control of the three claims against the baselines is REM's schedule without expansion in REM's place: the same
+steps, learning rate, loss and batches, but no extra units, so no masks and no home for the redirected data (what
+remains is NPO's loss on REM's batches). REM without redirection, the paper's ablation, keeps the extra units and
+their example-tied masks, which absorb the undiscovered corrupted data too: it shares the claimed property and is
+the redirection claim's measurement, with a second REM run with other masks as that claim's control (the gap mask
+draws make). The headline, ``best_mean_score``, compares REM with the strongest baseline of every cell (an oracle
+that picks, cell by cell, the best of the five), per seed.
 
 Every baseline is learned, and so are the controls: each claim checks, in the same run, that every learned model
 it compares with fits the clean training examples it was trained on (``clean_train``; gradient ascent excepted, whose
@@ -104,12 +107,48 @@ def _wins(method: str, stat, what: str):
     return measure
 
 
+def _oracle(ds: xr.Dataset) -> np.ndarray:
+    """Per seed: the mean over the cells of the strongest baseline's score in each cell."""
+    return ds.score.sel(algorithm=list(BASELINES)).max("algorithm").mean(("corruption", "rate")).values
+
+
 def _per_cell_best(method: str):
     def measure(ds: xr.Dataset) -> Measurement:
-        best = ds.score.sel(algorithm=list(BASELINES)).max("algorithm").mean(("corruption", "rate")).values
-        mine = _grid_mean(ds, method)
+        best, mine = _oracle(ds), _grid_mean(ds, method)
         return over_seeds(mine - best, "mean", f"{method} {mine.mean():.1f} vs the best baseline of each cell "
                                                f"{best.mean():.1f} (mean over cells)")
+
+    return measure
+
+
+def _wins_per_cell(method: str):
+    """Per seed: 1 where ``method``'s mean score over the grid exceeds that of the strongest baseline of every cell
+    (ties lose)."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        best, mine = _oracle(ds), _grid_mean(ds, method)
+        picks = ds.score.sel(algorithm=list(BASELINES)).mean("seed").idxmax("algorithm")
+        names = sorted({str(v) for v in picks.values.ravel()})
+        return seed_share(mine > best, f"{method}'s mean score vs the best baseline of each cell ({', '.join(names)})"
+                          " per seed: " + ", ".join(f"{a:.1f} vs {b:.1f}" for a, b in zip(mine, best)))
+
+    return measure
+
+
+def _full_discovery(method: str):
+    """Per seed: ``method``'s mean score at the highest discovery rate (1 where the grid has it) minus the best
+    baseline's of each of those cells."""
+
+    def measure(ds: xr.Dataset) -> Measurement:
+        top = ds.sel(rate=ds.rate.values.max())
+        best = top.score.sel(algorithm=list(BASELINES)).max("algorithm").mean("corruption").values
+        mine = top.score.sel(algorithm=method).mean("corruption").values
+        field = top.score.sel(algorithm=list(BASELINES)).mean("seed")  # (corruption, algorithm)
+        per = ", ".join(f"{c} {float(top.score.sel(algorithm=method, corruption=c).mean()):.1f} vs "
+                        f"{float(field.sel(corruption=c).max()):.1f} ({field.sel(corruption=c).idxmax().item()})"
+                        for c in ds.corruption.values)
+        return over_seeds(mine - best, "mean", f"discovery {float(ds.rate.values.max()):g}: {method} "
+                                               f"{mine.mean():.1f} vs {best.mean():.1f}; {per}")
 
     return measure
 
@@ -167,32 +206,45 @@ def _lost(variant: str):
     return measure
 
 
-_NO_REDIRECT = "REM without redirection in REM's place (masks and NPO kept): must not pass"
+_NO_EXPAND = ("REM's schedule without extra units in REM's place (same steps, loss, batches; no units, so no masks "
+              "and no redirection): must not pass")
 
 CLAIMS = [
     Claim(
         name="best_mean_score",
-        statement="REM has the best mean Utility x Healed over the grid of corruptions and discovery rates: it "
-                  "beats the strongest baseline of the seed (the best of original, retrain, fine-tune, GA, NPO) on "
-                  "more than 3/4 of the seeds",
+        statement="REM has the best mean Utility x Healed over the grid of corruptions and discovery rates: its "
+                  "mean beats that of the strongest baseline of every cell (an oracle picking, cell by cell, the "
+                  "best of original, retrain, fine-tune, GA, NPO) on more than 3/4 of the seeds",
         source="paper, Table 1 (mean over the task space): REM 73.40, NPO 67.10, SCRUB 59.85, retrain 48.52",
-        measure=_wins("rem", _grid_mean, "mean score"),
+        measure=_wins_per_cell("rem"),
         op=">",
         threshold=MIN_SEED_SHARE,
         threshold_source="the paper's claim, best of all methods (ties lose), on 4 of 5 seeds or all of 3: a mean "
                          "gap over 3 seeds sits inside the noise that mask draws make",
         unit=SEED_SHARE_UNIT,
-        control=_wins("rem_noredirect", _grid_mean, "mean score"),
-        control_label=_NO_REDIRECT,
-        competence=_competence("rem_noredirect"),
+        control=_wins_per_cell("rem_noexpand"),
+        control_label=_NO_EXPAND,
+        competence=_competence("rem_noexpand"),
         headline=True,
     ),
     Claim(
         name="best_mean_margin",
-        statement="REM's mean Utility x Healed over the grid minus the strongest baseline's of each seed (mean over "
-                  "seeds): the size of the headline's margin",
+        statement="REM's mean Utility x Healed over the grid minus that of the strongest baseline of the seed (the "
+                  "paper's comparison: one method for the whole grid; mean over seeds)",
         source="paper, Table 1: REM 73.40 against NPO 67.10 (+6.3)",
         measure=_best_mean("rem"),
+        op=">",
+        threshold=0.0,
+        threshold_source="report row: the verdict is best_mean_score's, against the stronger per-cell oracle",
+        unit="pts",
+        report=True,
+    ),
+    Claim(
+        name="vs_best_baseline_per_cell",
+        statement="REM's mean score over the grid minus that of an oracle that picks the best baseline in every "
+                  "cell (mean over seeds): the size of the headline's margin",
+        source="paper's abstract: prior methods succeed only in their own region of the task space",
+        measure=_per_cell_best("rem"),
         op=">",
         threshold=0.0,
         threshold_source="report row: the verdict is best_mean_score's",
@@ -200,14 +252,15 @@ CLAIMS = [
         report=True,
     ),
     Claim(
-        name="vs_best_baseline_per_cell",
-        statement="REM's mean score over the grid minus that of an oracle that picks the best baseline in every "
-                  "cell (mean over seeds): stronger than the paper's comparison",
-        source="paper's abstract: prior methods succeed only in their own region of the task space",
-        measure=_per_cell_best("rem"),
+        name="full_discovery_gap",
+        statement="REM's weak region: at full discovery (every corrupted example known) its mean score over the "
+                  "corruptions minus the best baseline's of each cell (mean over seeds); retraining without the "
+                  "forget set and NPO need no redirection there",
+        source="paper, Table 1 and the task-space figure: REM is not the best method in every cell",
+        measure=_full_discovery("rem"),
         op=">",
         threshold=0.0,
-        threshold_source="report row: a comparison the paper does not make",
+        threshold_source="report row: where REM trails, stated with its size",
         unit="pts",
         report=True,
     ),
@@ -222,9 +275,9 @@ CLAIMS = [
         threshold=0.5,
         threshold_source="our convention: catastrophic = below half of the cell's best score",
         unit="x best",
-        control=_no_catastrophe("rem_noredirect"),
-        control_label=_NO_REDIRECT,
-        competence=_competence("rem_noredirect"),
+        control=_no_catastrophe("rem_noexpand"),
+        control_label=_NO_EXPAND,
+        competence=_competence("rem_noexpand"),
     ),
     Claim(
         name="worst_cell_beats_baselines",
@@ -236,14 +289,14 @@ CLAIMS = [
         threshold=MIN_SEED_SHARE,
         threshold_source="the paper's claim, better than every baseline (ties lose), on 4 of 5 seeds or all of 3",
         unit=SEED_SHARE_UNIT,
-        control=_wins("rem_noredirect", _worst, "worst cell"),
-        control_label=_NO_REDIRECT,
-        competence=_competence("rem_noredirect"),
+        control=_wins("rem_noexpand", _worst, "worst cell"),
+        control_label=_NO_EXPAND,
+        competence=_competence("rem_noexpand"),
     ),
     Claim(
         name="redirection_carries_the_lead",
-        statement="Without redirection REM loses most of its lead over the best baseline: the score lost minus "
-                  "half the lead (mean over seeds)",
+        statement="Without redirection (extra units and example-tied masks kept, the paper's ablation) REM loses "
+                  "most of its lead over the best baseline: the score lost minus half the lead (mean over seeds)",
         source="paper's ablation: REM 73.40, without redirection 56.40, best baseline NPO 67.10 (lost 17.0 of a "
                "6.3 lead: 2.7)",
         measure=_lost("rem_noredirect"),

@@ -81,21 +81,21 @@ class Config(RuntimeConfig, BaseConfig):
 
     def run_budget(self) -> Budget:
         """Work: per seed and corruption the original MLP (epochs over n_train), and per discovery rate a
-        retrained one (epochs) and 6 unlearning runs of unlearn_epochs (fine-tuning, GA, NPO, REM and its two
-        controls; REM's with extra_units more per hidden layer), 6 operations per weight and example, and every
-        model scored on the training and test sets. Memory: the model with AdamW's moments, a batch's
-        activations, the data set."""
+        retrained one (epochs) and 7 unlearning runs of unlearn_epochs (fine-tuning, GA, NPO, REM, its schedule
+        without expansion, without redirection and with other masks; REM's with extra_units more per hidden layer),
+        6 operations per weight and example, and every model scored on the training and test sets. Memory: the
+        model with AdamW's moments, a batch's activations, the data set."""
         n_train, n_test, d_in = task_sizes(self.dataset, self.n_train, self.n_test)
         widths = [d_in, *[self.hidden + self.extra_units] * self.n_hidden, 10]
         weights = mlp_weights(widths)
         rates = len(self.discovery_rates)
-        examples = n_train * (self.epochs * (1 + rates) + 6 * rates * self.unlearn_epochs)
+        examples = n_train * (self.epochs * (1 + rates) + 7 * rates * self.unlearn_epochs)
         cells = self.n_seeds * len(self.corruptions)
         work = cells * (train_ops(weights, examples, examples / self.batch_size)
-                        + 8 * rates * 2.0 * weights * (n_train + n_test) * 3)
+                        + 9 * rates * 2.0 * weights * (n_train + n_test) * 3)
         memory = train_bytes(weights, 8.0 * self.batch_size * sum(widths)) + 4.0 * 8 * (n_train + n_test) * (
             d_in + sum(widths))
         return Budget(memory, work, "rem's trainings: n_seeds x corruptions x (1 + discovery rates) models of epochs "
-                      "and 6 unlearning runs of unlearn_epochs over n_train examples",
+                      "and 7 unlearning runs of unlearn_epochs over n_train examples",
                       ("epochs", "unlearn_epochs", "hidden", "n_hidden", "extra_units", "n_seeds", "n_train",
                        "discovery_rates", "batch_size"))

@@ -9,11 +9,17 @@ import xarray as xr
 from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, text_colour
 
-__all__ = ["LABELS", "absorbed", "cell_accuracies", "discussion", "redirected", "score_grid", "score_grids",
-           "summary"]
+__all__ = ["BASELINES", "LABELS", "absorbed", "advantage", "advantage_map", "cell_accuracies", "discussion",
+           "redirected", "score_grid", "score_grids", "summary"]
 
 LABELS = {"original": "original", "retrain": "retrain", "finetune": "fine-tune", "ga": "gradient ascent",
-          "npo": "NPO", "rem": "REM", "rem_noredirect": "REM w/o redirection", "rem_b": "REM (other masks)"}
+          "npo": "NPO", "rem": "REM", "rem_noexpand": "REM w/o extra units", "rem_noredirect": "REM w/o redirection",
+          "rem_b": "REM (other masks)"}
+#: the baselines REM is compared with (as in lab.methods.rem.train.BASELINES, without importing the trainer)
+BASELINES = ("original", "retrain", "finetune", "ga", "npo")
+#: the variants the task-space grids leave out: the second REM draw, and REM's schedule without units (NPO's loss on
+#: REM's batches: its grid is NPO's)
+_NOT_GRIDDED = ("rem_b", "rem_noexpand")
 COLOURS = dict(zip(LABELS, PALETTE))
 
 
@@ -48,8 +54,51 @@ def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | Non
 def score_grids(ds: xr.Dataset, methods=None, selected=None) -> hv.Layout:
     """:func:`score_grid` for every method (default: all but the second REM run), three a row (a dashboard shows
     each in a pane of its own: Bokeh's grid of heat maps loses their titles and colour bars)."""
-    methods = [m for m in ds.algorithm.values if m != "rem_b"] if methods is None else methods
+    methods = [m for m in ds.algorithm.values if m not in _NOT_GRIDDED] if methods is None else methods
     return hv.Layout([score_grid(ds, m, selected=selected) for m in methods]).cols(3)
+
+
+def advantage(ds: xr.Dataset, method: str = "rem") -> xr.Dataset:
+    """Per cell: ``method``'s score minus the strongest baseline's (the best of :data:`BASELINES` on each seed), its
+    mean over seeds (``gap``), whether it is ahead on every seed (``ahead``) and the baseline that is strongest on
+    average (``best``)."""
+    base = ds.score.sel(algorithm=list(BASELINES))
+    gap = ds.score.sel(algorithm=method) - base.max("algorithm")  # (seed, corruption, rate)
+    return xr.Dataset({"gap": gap.mean("seed"), "ahead": (gap > 0).all("seed"),
+                       "best": base.mean("seed").idxmax("algorithm")})
+
+
+def advantage_map(ds: xr.Dataset, method: str = "rem") -> hv.Overlay:
+    """The task space (discovery rate across, corruption from irregular to regular upwards) coloured by
+    ``method``'s score minus the strongest baseline's in each cell (mean over seeds; blue: ahead, red: behind), each
+    cell labelled with the gap and that baseline; cells where ``method`` is ahead on every seed (its region of
+    advantage) outlined in black. Cells sit at integer positions (an image, not a categorical heat map), so that the
+    report's static drawing puts the labels and outlines where the interactive one does."""
+    import holoviews.plotting.mpl  # noqa: F401  options for the report's static drawing (lab.viz.headline) too
+
+    adv = advantage(ds, method)
+    rates, kinds = [float(r) for r in ds.rate.values], [str(c) for c in ds.corruption.values]
+    gap = adv.gap.transpose("corruption", "rate").values  # (corruption, rate)
+    top = max(10.0, float(np.ceil(np.nanmax(np.abs(gap)) / 10) * 10))
+    clim = (-top, top)
+    z = hv.Dimension("gap", label=f"{_label(method)} - best baseline", unit="pts", range=clim)
+    ticks = dict(xticks=list(enumerate(f"{r:g}" for r in rates)), yticks=list(enumerate(kinds)))
+    image = hv.Image(gap[::-1], bounds=(-0.5, -0.5, len(rates) - 0.5, len(kinds) - 0.5),
+                     kdims=["discovery rate", "corruption"], vdims=[z]).opts(
+        cmap="RdBu", clim=clim, colorbar=True, width=640, height=340, tools=["hover"], ylabel="",
+        fontsize={"title": "10pt"}, **ticks,
+        title=f"{_label(method)} minus the strongest baseline per cell ({ds.sizes['seed']} seeds); outlined: "
+              "ahead on every seed").opts(backend="matplotlib", **ticks)
+    rows = [(i, j, float(gap[j, i]), _label(str(adv.best.sel(corruption=c, rate=r).values)))
+            for j, c in enumerate(kinds) for i, r in enumerate(ds.rate.values)]
+    labels = hv.Labels([(i, j, f"{v:+.0f} vs {b}", text_colour(v, "RdBu", clim)) for i, j, v, b in rows],
+                       ["discovery rate", "corruption"], ["text", "colour"]).opts(
+        text_color="colour", text_font_size="10pt").opts(backend="matplotlib", color="colour")
+    boxes = [[(i - h, j - h), (i + h, j - h), (i + h, j + h), (i - h, j + h), (i - h, j - h)]
+             for j, c in enumerate(kinds) for i, r in enumerate(ds.rate.values)
+             if bool(adv.ahead.sel(corruption=c, rate=r)) for h in (0.46,)]
+    region = hv.Path(boxes, ["discovery rate", "corruption"]).opts(color="black", line_width=3)
+    return image * labels * region
 
 
 def summary(ds: xr.Dataset) -> hv.Overlay:
@@ -120,17 +169,31 @@ def discussion(ds: xr.Dataset) -> str:
     grid = ds.score.mean(("corruption", "rate"))  # (seed, algorithm)
     means = {str(m): grid.sel(algorithm=m).values for m in ds.algorithm.values}
     cellmean = ds.score.mean("seed")
-    best_cell = cellmean.drop_sel(algorithm=["rem_b", "rem_noredirect"]).idxmax("algorithm")
+    best_cell = cellmean.sel(algorithm=[*BASELINES, "rem"]).idxmax("algorithm")
     wins = {str(c): [f"{float(r):g}: {str(best_cell.sel(corruption=c, rate=r).values)}" for r in ds.rate.values]
             for c in ds.corruption.values}
     rem_low = cellmean.sel(algorithm="rem").stack(cell=("corruption", "rate"))
     low = rem_low.cell.values[int(np.argmin(rem_low.values))]
+    adv = advantage(ds)
+    ahead = [f"{c} at {float(r):g} ({float(adv.gap.sel(corruption=c, rate=r)):+.1f})" for c in ds.corruption.values
+             for r in ds.rate.values if bool(adv.ahead.sel(corruption=c, rate=r))]
+    top = float(ds.rate.values.max())
+    weak = ", ".join(f"{c} {float(adv.gap.sel(corruption=c, rate=top)):+.1f} (vs "
+                     f"{_label(str(adv.best.sel(corruption=c, rate=top).values))})" for c in ds.corruption.values)
+    units = grid.sel(algorithm="rem") - grid.sel(algorithm="rem_noexpand")
     absorbed_on = float(ds.rem_absorbed.sel(group="discovered", units="on").mean())
     absorbed_off = float(ds.rem_absorbed.sel(group="discovered", units="off").mean())
     return "\n".join([
         "- **Mean score over the grid** (Utility x Healed / 100, mean over seeds): "
         + ", ".join(f"{_label(m)} {spread_text(v, '.1f')}" for m, v in means.items()) + ".",
-        "- **Best method per cell** (REM's variants aside): "
+        "- **REM's region of advantage** (ahead of the strongest baseline of the cell on every seed; mean gap): "
+        + (", ".join(ahead) if ahead else "none") + ".",
+        f"- **REM's weak region, discovery {top:g}** (REM minus the strongest baseline of the cell, mean over "
+        f"seeds): {weak}. With every corrupted example known, retraining without them or NPO on all of them "
+        "leaves nothing for the extra units to catch, and the redirection costs Utility.",
+        f"- **What the extra units add**: REM minus its schedule without them (NPO's loss on REM's batches), mean "
+        f"score over the grid: {spread_text(units.values, '+.1f')}.",
+        "- **Best method per cell** (REM and the baselines): "
         + "; ".join(f"{c}: " + ", ".join(w) for c, w in wins.items()) + ".",
         f"- REM's lowest cell is {low[0]} at discovery {float(low[1]):g} ({float(rem_low.min()):.1f}); "
         f"the original model scores {spread_text(grid.sel(algorithm='original').values, '.1f')} on average: the "

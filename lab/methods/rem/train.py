@@ -27,9 +27,9 @@ from lab.methods.rem.corruptions import Corrupted, corrupt, discover
 __all__ = ["BASELINES", "FORMAT", "METHODS", "Cell", "Data", "accuracy", "corrupted", "load_data", "log_prob",
            "original", "rem", "unlearn_cell"]
 
-#: the methods of a cell: the paper's baselines, REM, REM without redirection (the control) and a second REM run
-#: with other masks (the gap mask draws make)
-METHODS = ("original", "retrain", "finetune", "ga", "npo", "rem", "rem_noredirect", "rem_b")
+#: the methods of a cell: the paper's baselines, REM, REM's schedule without expansion (the headline's control),
+#: REM without redirection (the paper's ablation) and a second REM run with other masks (the gap mask draws make)
+METHODS = ("original", "retrain", "finetune", "ga", "npo", "rem", "rem_noexpand", "rem_noredirect", "rem_b")
 #: the methods REM is compared with
 BASELINES = ("original", "retrain", "finetune", "ga", "npo")
 #: bump when training changes (invalidates cached original models)
@@ -126,18 +126,24 @@ class Cell:
 
 
 def rem(cfg: Config, start: M.MaskedMLP, bad: Corrupted, forget, retain, ref_f, seed: int, *, redirect: bool = True,
-        stream: int = 0) -> tuple[M.MaskedMLP, torch.Tensor, torch.Tensor]:
+        stream: int = 0, expand: bool = True) -> tuple[M.MaskedMLP, torch.Tensor, torch.Tensor]:
     """REM from ``start``: add extra units, train with example-tied masks (the discovered corrupted examples sharing
     one), redirection and NPO through the base units (:func:`lab.methods.rem.model.rem_loss`).
+
+    ``expand=False`` is the same schedule (the same steps, learning rate, loss and batches, drawn from the same
+    stream) with no extra units: the masks open nothing and the redirection term has no units to train, so what
+    remains is the retain cross-entropy plus NPO on the forget set, NPO's loss on REM's batches.
 
     Returns:
         the expanded model after training (discard its extra units for the unlearned model), the masks of every
         training example ``(n, n_hidden, extra)`` and the shared mask of the forget set ``(n_hidden, extra)``.
     """
     gen = torch.Generator().manual_seed(seed * 1000 + 7 + stream)
-    big = M.expand(start, cfg.extra_units, gen)
-    masks = M.example_masks(len(bad.y), cfg.n_hidden, cfg.extra_units, cfg.mask_density, gen)
-    shared = M.example_masks(1, cfg.n_hidden, cfg.extra_units, cfg.mask_density, gen)[0]
+    extra = cfg.extra_units if expand else 0
+    redirect = redirect and expand
+    big = M.expand(start, extra, gen)
+    masks = M.example_masks(len(bad.y), cfg.n_hidden, extra, cfg.mask_density, gen)
+    shared = M.example_masks(1, cfg.n_hidden, extra, cfg.mask_density, gen)[0]
     masks[forget] = shared
     m_f = shared.expand(len(forget), -1, -1).contiguous()
     sample = _sampler((bad.x[retain], bad.y[retain], masks[retain]), (bad.x[forget], bad.y[forget], ref_f, m_f),
@@ -147,8 +153,8 @@ def rem(cfg: Config, start: M.MaskedMLP, bad: Corrupted, forget, retain, ref_f, 
         fit(model, sample, steps=_steps(cfg, len(bad.y)), loss=M.rem_loss(cfg.forget_weight, cfg.npo_beta, redirect),
             lr=cfg.unlearn_lr, seed=seed, progress=False, desc="rem", device=cfg.device)
 
-    if not redirect or stream:
-        train(big)  # the control and the second draw: not kept (the dashboard looks at REM itself)
+    if not redirect or stream or not expand:
+        train(big)  # the controls and the second draw: not kept (the dashboard looks at REM itself)
         return big.eval(), masks, shared
     # REM itself is kept, by its start (the original model's key), its forget set and its training: the run's
     # models serve the dashboard's look at one cell
@@ -191,8 +197,10 @@ def unlearn_cell(cfg: Config, data: Data, bad: Corrupted, rate: float, seed: int
         models[kind] = net
 
     rem_full, masks = {}, {}
-    for name, redirect, stream in (("rem", True, 0), ("rem_noredirect", False, 0), ("rem_b", True, 1)):
-        big, m_all, shared = rem(cfg, start, bad, forget, retain, ref_f, seed, redirect=redirect, stream=stream)
+    for name, redirect, stream, expand in (("rem", True, 0, True), ("rem_noexpand", True, 0, False),
+                                           ("rem_noredirect", False, 0, True), ("rem_b", True, 1, True)):
+        big, m_all, shared = rem(cfg, start, bad, forget, retain, ref_f, seed, redirect=redirect, stream=stream,
+                                 expand=expand)
         rem_full[name], masks[name] = big, (m_all, shared)
         models[name] = M.discard(big)
     for m in models.values():

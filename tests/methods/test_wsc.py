@@ -67,6 +67,41 @@ def test_the_boolean_index_blend_the_official_code_uses_is_a_no_op():
     assert not torch.equal(p, before) and torch.equal(p[mask], before[mask])
 
 
+def test_official_blend_is_the_official_no_op_and_says_so():
+    p = torch.nn.Parameter(torch.arange(6.0))
+    before = p.detach().clone()
+    mask = torch.tensor([True, False, True, False, True, False])
+    assert M.official_blend([p], [torch.zeros(6)], [mask], alpha=0.5) == 0.0
+    assert torch.equal(p.detach(), before)
+    with pytest.raises(ConfigError, match="alpha=2.0 is not allowed"):
+        M.official_blend([p], [torch.zeros(6)], [mask], alpha=2.0)
+
+
+def test_official_reset_runs_as_averaging_only_and_the_rewarm_holds_the_rate():
+    """Consolidation with the official reset gives the weights of averaging alone, bit for bit; without averaging,
+    the re-warm holds the rate at swa_lr from the reset on (the trainer's cosine before)."""
+    kw = dict(average=True, reset_at=0.5, every=3, swa_lr=1e-2)
+    swa, _, _ = _fit_with(lambda prev, n: M.Consolidation(prev, n, reset=None, **kw))
+    official, _, rec = _fit_with(lambda prev, n: M.Consolidation(prev, n, reset="official", **kw))
+    assert rec.hook.record is not None and rec.hook.record.moved == 0.0
+    for a, b in zip(swa.parameters(), official.parameters()):
+        assert torch.equal(a, b)
+    rates = []
+
+    def hook(prev, n):
+        inner = M.Consolidation(prev, n, reset="paper", average=False, reset_at=0.5, swa_lr=3e-3)
+
+        def record(step, model, opt):
+            inner(step, model, opt)
+            rates.append(opt.param_groups[0]["lr"])
+        return record
+
+    _fit_with(hook)
+    assert rates[9:-1] == [3e-3] * 10 and rates[8] != 3e-3  # the reset at step 10 of 20
+    with pytest.raises(ConfigError, match="reset='soft' is not allowed"):
+        M.Consolidation([], 10, reset="soft", average=False)
+
+
 def test_weight_average_is_the_plain_mean():
     snaps = [[torch.randn(3, 2), torch.randn(4)] for _ in range(6)]
     avg = M.WeightAverage()
@@ -176,10 +211,10 @@ def test_ci_run_has_the_documented_dims(ci_result):
     T, V = cfg.n_tasks, len(M.VARIANTS)
     assert ds.accuracy_matrix.dims == ("seed", "share", "variant", "after", "task")
     assert ds.accuracy_matrix.shape == (cfg.n_seeds, len(cfg.replay_shares), V, T, T)
-    # replay_b exists at the claim share only; every other variant everywhere
-    b = ds.acc.sel(variant="replay_b")
+    # replay_b and the ablations exist at the claim share only; every other variant everywhere
+    b = ds.acc.sel(variant=list(M.CLAIM_SHARE_ONLY))
     assert np.isfinite(b.sel(share=cfg.claim_share)).all() and np.isnan(b.drop_sel(share=cfg.claim_share)).all()
-    assert np.isfinite(ds.acc.drop_sel(variant="replay_b")).all()
+    assert np.isfinite(ds.acc.drop_sel(variant=list(M.CLAIM_SHARE_ONLY))).all()
     # task 0 is the same model for every variant; unseen tasks score 0 (their classes are outside the head)
     R = ds.accuracy_matrix.sel(share=cfg.claim_share)
     assert (R.isel(after=0) == R.isel(after=0, variant=0)).all()
@@ -189,9 +224,16 @@ def test_ci_run_has_the_documented_dims(ci_result):
     assert np.all(steps == (T - 1) * cfg.steps_per_task)
     # resets only where the variant resets, and they keep the configured share
     kept = ds.reset_kept.sel(share=cfg.claim_share)
-    assert np.isnan(kept.sel(variant=["replay", "swa", "replay_b"])).all()
+    resets = [v for v, spec in M.VARIANTS.items() if spec.reset is not None]
+    assert resets == ["reset", "wsc", "wsc_noavg", "wsc_official"]
+    assert np.isnan(kept.drop_sel(variant=resets)).all()
     assert np.isnan(kept.isel(after=0)).all()
-    np.testing.assert_allclose(kept.sel(variant=["reset", "wsc"]).isel(after=slice(1, None)), cfg.keep, atol=0.02)
+    np.testing.assert_allclose(kept.sel(variant=resets).isel(after=slice(1, None)), cfg.keep, atol=0.02)
+    # the official code's reset moves nothing, so its WSC is averaging only, bit for bit; the paper's reset moves
+    moved = ds.reset_moved.sel(share=cfg.claim_share).isel(after=slice(1, None))
+    assert (moved.sel(variant="wsc_official") == 0).all() and (moved.sel(variant="wsc") > 0).all()
+    at = ds.accuracy_matrix.sel(share=cfg.claim_share)
+    np.testing.assert_array_equal(at.sel(variant="wsc_official"), at.sel(variant="swa"))
     assert [r.name for r in res.claims] == [c.name for c in CLAIMS]
 
 
@@ -284,18 +326,22 @@ def _ds(acc, plast=None, bwt=None, seeds=5, noise=(0.3, -0.2, 0.1, -0.4, 0.2), j
     plast = plast or {v: 60.0 for v in variants}
     bwt = bwt or {v: -10.0 for v in variants}
 
-    def arr(values):
-        a = np.array([[values[v] + (noise[s] if v != "replay_b" else -noise[s]) for v in variants]
-                      for s in range(seeds)])
+    def arr(values):  # a variant not given takes replay's value
+        a = np.array([[values.get(v, values["replay"]) + (noise[s] if v != "replay_b" else -noise[s])
+                       for v in variants] for s in range(seeds)])
         return a[:, None, :]
+
+    moved = np.array([0.0 if M.VARIANTS[v].reset in (None, "official") else 1.5 for v in variants])
+    moved = np.broadcast_to(moved[None, None, :, None], (seeds, 1, len(variants), 2)).copy()
+    moved[..., 0] = np.nan  # no reset on task 0
 
     dims = ("seed", "share", "variant")
     ones = np.ones((seeds, 1, len(variants)))
     return xr.Dataset(
         {"acc": (dims, arr(acc)), "plasticity": (dims, arr(plast)), "bwt": (dims, arr(bwt)),
          "train_cpu_time": (dims, ones * 10), "train_time": (dims, ones * 11), "train_steps": (dims, ones * 800),
-         "joint_accuracy": (("seed", "task"), np.full((seeds, 2), joint))},
-        coords={"seed": np.arange(seeds), "share": [0.8], "variant": variants},
+         "reset_moved": ((*dims, "after"), moved), "joint_accuracy": (("seed", "task"), np.full((seeds, 2), joint))},
+        coords={"seed": np.arange(seeds), "share": [0.8], "variant": variants, "after": [0, 1]},
         attrs={"claim_share": 0.8},
     )
 
@@ -306,7 +352,8 @@ def _verdicts(ds):
     return {c.name: c.evaluate(ds) for c in CLAIMS}
 
 
-GOOD_ACC = {"replay": 60.0, "reset": 59.9, "swa": 61.0, "wsc": 62.0, "replay_b": 60.1}
+GOOD_ACC = {"replay": 60.0, "reset": 59.9, "swa": 61.0, "wsc": 62.0, "replay_b": 60.1, "replay_rewarm": 59.5,
+            "wsc_noavg": 60.5, "wsc_official": 61.0}
 NOISE = (0.3, -0.2, 0.1, -0.4, 0.2)
 
 
@@ -322,12 +369,37 @@ def test_claims_hold_with_the_papers_effects_and_their_controls_fail():
     assert v["beats_replay_most_seeds"].measured == pytest.approx(1.0)
     assert v["cost_like_replay"].verdict == "reported" and v["cost_like_replay"].measured == pytest.approx(1.0)
     # replay's competence: its ACC over full retraining's, per seed (60 + noise) / 64, mean over seeds
-    (replay,) = v["beats_replay"].competence
+    replay, rewarm, other_order = v["beats_replay"].competence
     assert replay.passed and replay.measured == pytest.approx(np.mean(60.0 + np.array(NOISE)) / 64.0)
+    assert rewarm.passed and rewarm.measured == pytest.approx(np.mean(59.5 + np.array(NOISE)) / 64.0)
+    assert other_order.passed and other_order.measured == pytest.approx(np.mean(60.1 - np.array(NOISE)) / 64.0)
     assert [c.measured for c in v["reset_restores_plasticity"].competence] == pytest.approx(
         [replay.measured, np.mean(61.0 + np.array(NOISE)) / 64.0])
     assert v["beats_each_half"].verdict == "reported" and v["beats_each_half"].measured == pytest.approx(1.0)
     assert "best non-WSC model: swa" in v["beats_replay"].detail
+    # the ablation rows: what the averaging adds, the official reset's (lack of) effect, the re-warm alone
+    assert v["averaging_adds"].verdict == "reported" and v["averaging_adds"].measured == pytest.approx(1.5)
+    assert v["official_reset_moves_nothing"].measured == 0.0
+    assert "ACC minus averaging only 0.00 pt" in v["official_reset_moves_nothing"].detail
+    assert v["paper_reset_in_wsc"].measured == pytest.approx(1.0)
+    assert v["rewarm_alone"].measured == pytest.approx(-0.5)
+
+
+def test_the_headline_measures_against_the_stronger_replay_per_seed():
+    """Replay re-warmed above replay on some seeds: WSC's gain is taken over the better of the two on each seed."""
+    ds, ahead = _ds(GOOD_ACC), np.array([1.8, 0, 0, 0, 1.8])
+    ds["acc"].loc[dict(variant="replay_rewarm")] = ds.acc.sel(variant="replay") + ahead[:, None]
+    v = _verdicts(ds)
+    gains = 2.0 - ahead
+    assert v["beats_replay"].measured == pytest.approx(gains.mean())
+    assert v["beats_replay_most_seeds"].measured == pytest.approx(1.0)
+    ds["acc"].loc[dict(variant="replay_rewarm")] = ds.acc.sel(variant="replay") + 2.5  # stronger than WSC
+    v = _verdicts(ds)
+    assert v["beats_replay"].verdict == "fails" and v["beats_replay_most_seeds"].verdict == "fails"
+    # the re-warmed baseline not competent: the headline proves nothing
+    ds = _ds(GOOD_ACC)
+    ds["acc"].loc[dict(variant="replay_rewarm")] = 40.0
+    assert _verdicts(ds)["beats_replay"].verdict == "control not competent"
 
 
 def test_the_headline_is_beats_replay():

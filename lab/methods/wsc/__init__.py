@@ -35,14 +35,18 @@ is about replay's; expansion methods (DER, FOSTER) cost 4-5 times more.
 small MLP (:class:`lab.core.continual.MLP`); replay buffers holding a share of every past task's data
 (:class:`lab.datasets.streams.ReplayBuffer`); replay, reset only, averaging only, WSC, and a second replay run with
 another mini-batch order (the control), all with the same optimiser steps per task; full retraining on all data as
-the upper reference. :mod:`.model` (scores, masks, the ``torch.where`` blend, the running mean, the ``on_step``
-hook), :mod:`.train` (one stream of tasks per variant), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`,
-:mod:`.live` (one accuracy matrix, cached, for the ``forgetting`` dashboard); notebook ``16_wsc.ipynb``.
+the upper reference. At the claim share, WSC's ablations on its own schedule: WSC without the averaging, WSC with the
+official code's reset (a no-op, below), and replay with the re-warm alone (a baseline: the headline takes the better
+of it and replay on each seed). :mod:`.model` (scores, masks, the ``torch.where`` blend, the running mean, the
+``on_step`` hook), :mod:`.train` (one stream of tasks per variant), :mod:`.experiment` (``run``), :mod:`.claims`,
+:mod:`.plots`, :mod:`.live` (one accuracy matrix, cached, for the ``forgetting`` dashboard); notebook
+``16_wsc.ipynb``.
 
 Differences from the official code: the reset happens at a fixed share of each task's steps (the code waits for the
 validation loss to plateau), the scores come from AdamW's own moments (the code keeps separate running means of
 ``|g|`` and ``g²`` beside SGD), and the blend uses ``torch.where`` (the code's ``param.data[~mask].mul_(...)`` writes
-into a copy made by boolean indexing, so its reset changes nothing).
+into a copy made by boolean indexing, so its reset changes nothing: the code's WSC is averaging plus SWALR's re-warm
+to the initial rate, which the ``wsc_official`` variant runs, measuring the reset's move).
 """
 
 from lab.registry import Method

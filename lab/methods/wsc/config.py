@@ -78,19 +78,20 @@ class Config(RuntimeConfig, BaseConfig):
         return [self.seed + k for k in range(self.n_seeds)]
 
     def run_budget(self) -> Budget:
-        """Work: per seed 4 variants at every replay share (and the reseeded replay at the claim share), plus two
-        reference runs, each n_tasks x steps_per_task steps of batch_size examples through the MLP (6 operations
-        per weight and example), the averaging every swa_every steps and the accuracy matrix (every task's test set
-        after every task). Memory: the data set, the replay buffer, the model with AdamW's moments and averages."""
+        """Work: per seed 4 variants at every replay share (and 4 more at the claim share: the reseeded replay and
+        three ablations), plus two reference runs, each n_tasks x steps_per_task steps of batch_size examples
+        through the MLP (6 operations per weight and example), the averaging every swa_every steps and the accuracy
+        matrix (every task's test set after every task). Memory: the data set, the replay buffer, the model with
+        AdamW's moments and averages."""
         n_train, n_test, d_in = task_sizes(self.source)
         widths = [d_in, *self.hidden, 10]
         weights = mlp_weights(widths)
-        runs = self.n_seeds * (4 * len(self.replay_shares) + 1 + 2)
+        runs = self.n_seeds * (4 * len(self.replay_shares) + 4 + 2)
         steps = self.n_tasks * self.steps_per_task
         evals = 2.0 * weights * n_test * self.n_tasks
         work = runs * (train_ops(weights, steps * self.batch_size, steps) + 4.0 * weights * steps / self.swa_every
                        + evals)
         memory = train_bytes(2 * weights, 8.0 * self.batch_size * sum(widths)) + 4.0 * 3 * (n_train + n_test) * d_in
-        return Budget(memory, work, "wsc's trainings: n_seeds x (4 replay_shares + 3) runs of n_tasks x "
+        return Budget(memory, work, "wsc's trainings: n_seeds x (4 replay_shares + 6) runs of n_tasks x "
                       "steps_per_task steps of batch_size examples", ("steps_per_task", "batch_size", "hidden",
                                                                       "n_seeds", "replay_shares", "n_tasks"))

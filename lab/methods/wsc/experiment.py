@@ -1,6 +1,7 @@
 """WSC experiments: per seed, one task-0 model; then, at every memory share, replay, reset only, averaging only and
-WSC (and at the claim share a second replay run with another batch order), all with the same steps per task; and
-full retraining as the upper reference. Accuracy matrices, ACC, BWT, plasticity, forgetting, compute."""
+WSC (and at the claim share a second replay run with another batch order, WSC without the averaging, WSC with the
+official code's reset, and replay with WSC's re-warm), all with the same steps per task; and full retraining as the
+upper reference. Accuracy matrices, ACC, BWT, plasticity, forgetting, compute."""
 
 from __future__ import annotations
 
@@ -11,17 +12,17 @@ from tqdm.auto import tqdm
 from lab.core.continual import metrics, plasticity
 from lab.core.runtime import threads
 from lab.methods.wsc.config import Config
-from lab.methods.wsc.model import VARIANTS
+from lab.methods.wsc.model import CLAIM_SHARE_ONLY, VARIANTS
 from lab.methods.wsc.train import first_task, joint_training, stream_for, train_stream
 from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
 _SSV = ("seed", "share", "variant")
-_CLAIM_SHARE_ONLY = "replay_b runs at the claim share only"
+_CLAIM_SHARE_ONLY = "replay_b and the ablations on WSC's schedule run at the claim share only"
 SCHEMA = Schema(
     Var("accuracy_matrix", (*_SSV, "after", "task"), "test accuracy on each task after training each task (head "
-        "over the classes seen); replay_b only at the claim share", "%", missing=_CLAIM_SHARE_ONLY),
+        "over the classes seen); replay_b and the ablations only at the claim share", "%", missing=_CLAIM_SHARE_ONLY),
     Var("acc", _SSV, "ACC: mean accuracy over all tasks after the last", "%", missing=_CLAIM_SHARE_ONLY),
     Var("bwt", _SSV, "BWT: mean final minus just-trained accuracy of the tasks but the last (negative: forgetting)",
         "%", missing=_CLAIM_SHARE_ONLY),
@@ -46,7 +47,8 @@ SCHEMA = Schema(
     coords={
         "share": Coord("replay memory: share of every past task's data kept", "1"),
         "variant": Coord("replay; reset only; averaging only; WSC (both); replay with another batch order "
-                         "(control)"),
+                         "(control); WSC without the averaging; WSC with the official code's reset (a no-op); "
+                         "replay with WSC's learning-rate re-warm"),
         "after": Coord("task just trained"),
         "task": Coord("task tested"),
         "step": Coord("step of the last task", "steps"),
@@ -93,7 +95,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     res = SCHEMA.new(seed=list(seeds), share=np.asarray(shares, float), variant=list(VARIANTS), after=np.arange(T),
                      task=np.arange(T), step=np.arange(1, cfg.steps_per_task + 1), clock=["wall", "cpu"])
     runs = [(m, v) for m, share in enumerate(shares) for v, name in enumerate(VARIANTS)
-            if name != "replay_b" or share == cfg.claim_share]
+            if name not in CLAIM_SHARE_ONLY or share == cfg.claim_share]
     bar = tqdm(total=len(seeds) * (len(runs) + 2), desc="WSC runs", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(seeds):

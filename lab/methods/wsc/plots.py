@@ -10,8 +10,8 @@ import xarray as xr
 from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, curve_opts, text_colour
 
-__all__ = ["VARIANT_STYLE", "accuracy_matrix", "accuracy_vs_memory", "cost", "discussion", "last_task_loss",
-           "stability_plasticity"]
+__all__ = ["VARIANT_STYLE", "ablation", "accuracy_matrix", "accuracy_vs_memory", "cost", "discussion",
+           "last_task_loss", "stability_plasticity"]
 
 VARIANT_STYLE = {
     "replay": {"color": "black", "label": "replay", "marker": "square"},
@@ -19,6 +19,9 @@ VARIANT_STYLE = {
     "swa": {"color": PALETTE[2], "label": "averaging only", "marker": "diamond"},
     "wsc": {"color": PALETTE[0], "label": "WSC (reset + averaging)", "marker": "circle"},
     "replay_b": {"color": "#999999", "label": "replay, other batch order", "marker": "x"},
+    "replay_rewarm": {"color": PALETTE[6], "label": "replay, re-warmed (WSC's schedule)", "marker": "square_pin"},
+    "wsc_noavg": {"color": PALETTE[3], "label": "WSC without averaging", "marker": "inverted_triangle"},
+    "wsc_official": {"color": PALETTE[5], "label": "WSC, official (no-op) reset", "marker": "hex"},
 }
 
 
@@ -82,11 +85,13 @@ def stability_plasticity(ds: xr.Dataset, share: float | None = None) -> hv.Overl
             continue
         items.append(hv.Scatter((p.values, b.values), "newest-task accuracy (%)", "BWT (%)").opts(
             color=st["color"], marker=st["marker"], size=6, alpha=0.5))
+        hollow = variant == "wsc_official"  # lands on averaging only: drawn open so that both show
         items.append(hv.Scatter(([float(p.mean())], [float(b.mean())]), "newest-task accuracy (%)", "BWT (%)",
-                                label=st["label"]).opts(color=st["color"], marker=st["marker"], size=14,
-                                                        tools=["hover"]))
+                                label=st["label"]).opts(color=st["color"], marker=st["marker"],
+                                                        size=20 if hollow else 14, fill_alpha=0 if hollow else 1,
+                                                        line_width=2, tools=["hover"]))
     return hv.Overlay(items).opts(title=f"stability against plasticity at memory share {share:g}",
-                                  legend_position="bottom_left", **curve_opts())
+                                  legend_position="right", **curve_opts(width=820))
 
 
 def last_task_loss(ds: xr.Dataset, share: float | None = None, seed: int | None = None) -> hv.Overlay:
@@ -104,6 +109,27 @@ def last_task_loss(ds: xr.Dataset, share: float | None = None, seed: int | None 
     items.append(hv.VLine(start).opts(color="#777777", line_dash="dotted"))
     return hv.Overlay(items).opts(title=f"training loss on the last task (reset and averaging from step {start})",
                                   legend_position="top_right", **curve_opts())
+
+
+def ablation(ds: xr.Dataset) -> hv.Overlay:
+    """ACC minus replay's at the claim share for every other variant: the mean over seeds as a bar (one colour per
+    variant), each seed as a point. WSC's halves, WSC, and its ablations on WSC's own schedule side by side."""
+    share = float(ds.attrs["claim_share"])
+    at = ds.acc.sel(share=share)
+    base = at.sel(variant="replay").values
+    bars, points = [], []
+    for variant, st in VARIANT_STYLE.items():
+        if variant == "replay":
+            continue
+        gain = at.sel(variant=variant).values - base
+        bars.append((st["label"], float(np.mean(gain)), st["color"]))
+        points += [(st["label"], float(g)) for g in gain]
+    n = ds.sizes["seed"]
+    return (hv.Bars(bars, "variant", ["ACC minus replay (pt)", "colour"]).opts(color="colour", tools=["hover"])
+            * hv.Scatter(points, "variant", "ACC minus replay (pt)").opts(color="black", size=5, alpha=0.7)
+            * hv.HLine(0).opts(color="#777777", line_width=1)).opts(
+        title=f"ACC gain over replay at memory share {share:g} (bars: mean of {n} seeds; points: seeds)",
+        width=700, height=400, xrotation=25, show_legend=False)
 
 
 def cost(ds: xr.Dataset) -> hv.Bars:
@@ -134,6 +160,9 @@ def discussion(ds: xr.Dataset) -> str:
         f"{s:g}: {float((ds.acc.sel(share=s, variant='wsc') - ds.acc.sel(share=s, variant='replay')).mean()):+.2f}"
         for s in ds.share.values)
     cpu = at.train_cpu_time.sel(variant="wsc").values / at.train_cpu_time.sel(variant="replay").values
+    no_avg, paper = gain("acc", "wsc", "wsc_noavg"), gain("acc", "wsc", "wsc_official")
+    official_moved = float(np.nanmax(at.reset_moved.sel(variant="wsc_official")))
+    paper_moved = float(np.nanmean(at.reset_moved.sel(variant="wsc")))
     return "\n".join([
         f"- **Accuracy** at memory share {share:g} (ACC, %): replay {spread_text(at.acc.sel(variant='replay'))}, WSC "
         f"{spread_text(at.acc.sel(variant='wsc'))}, averaging only {spread_text(at.acc.sel(variant='swa'))}, reset "
@@ -153,6 +182,12 @@ def discussion(ds: xr.Dataset) -> str:
         f"averaging only {gain('plasticity', 'swa')}, WSC {gain('plasticity', 'wsc')}.",
         f"- **Stability** (BWT gain over replay, pt): averaging only {gain('bwt', 'swa')}, reset only "
         f"{gain('bwt', 'reset')}, WSC {gain('bwt', 'wsc')}.",
+        f"- **Ablations on WSC's schedule** (ACC, pt): WSC minus WSC without the averaging {no_avg}; WSC (the "
+        f"paper's reset) minus WSC with the official code's reset {paper}; replay re-warmed minus replay "
+        f"{gain('acc', 'replay_rewarm')}; WSC minus replay re-warmed {gain('acc', 'wsc', 'replay_rewarm')}.",
+        f"- **The official reset** moved the weights by {official_moved:g} (L2, largest over seeds and tasks; the "
+        f"paper's reset: {paper_moved:.3g} on average); WSC as the official code runs it minus averaging only: "
+        f"{gain('acc', 'wsc_official', 'swa')} pt, so the code's WSC is averaging plus the re-warm.",
         f"- **Resets** kept {float(np.nanmean(at.reset_kept.sel(variant='wsc'))):.0%} of the weights, holding "
         f"{float(np.nanmean(at.reset_score_mass.sel(variant='wsc'))):.0%} of the importance |m|·v.",
         f"- **Cost**: every run took {int(at.train_steps.max())} optimiser steps on tasks 1..; WSC's CPU time was "

@@ -34,7 +34,7 @@ def stream_for(cfg: Config, seed: int) -> TaskStream:
 
 
 def _batch_seed(seed: int, task: int, variant: str) -> int:
-    return seed * 1000 + task + (BATCH_B_OFFSET if variant == "replay_b" else 0)
+    return seed * 1000 + task + (BATCH_B_OFFSET if variant == "replay_b" else 0)  # the others share the order
 
 
 class First:
@@ -63,7 +63,7 @@ def train_stream(cfg: Config, stream: TaskStream, seed: int, first: First, varia
         (:class:`lab.core.continual.Compute` of tasks 1..); ``kept``, ``moved``, ``mass`` ``(T,)`` what each task's
         reset did (NaN: none); ``loss`` ``(steps_per_task,)`` the training loss on the last task; ``model``.
     """
-    reset, average = VARIANTS[variant]
+    spec = VARIANTS[variant]
     model = copy.deepcopy(first.model)
     buffer = ReplayBuffer(share, policy=cfg.policy, seed=seed)
     buffer.add_task(stream[0])
@@ -73,9 +73,9 @@ def train_stream(cfg: Config, stream: TaskStream, seed: int, first: First, varia
     kept, moved, mass = (np.full(T, np.nan) for _ in range(3))
     compute, loss = Compute(), np.zeros(cfg.steps_per_task)
     for t in range(1, T):
-        hook = Consolidation(snapshot(model), cfg.steps_per_task, reset=reset, average=average,
+        hook = Consolidation(snapshot(model), cfg.steps_per_task, reset=spec.reset, average=spec.average,
                              reset_at=cfg.reset_at, keep=cfg.keep, alpha=cfg.alpha, every=cfg.swa_every,
-                             swa_lr=cfg.swa_lr * cfg.lr if average else None)
+                             swa_lr=cfg.swa_lr * cfg.lr if spec.rewarm else None)
         res = train_task(model, stream, t, steps=cfg.steps_per_task, batch_size=cfg.batch_size, lr=cfg.lr,
                          seed=_batch_seed(seed, t, variant), replay=buffer, head=HEAD, on_step=hook,
                          device=cfg.device, progress=progress)

@@ -285,9 +285,19 @@ def test_label_objective_shares_the_class_embeddings_and_inference_steps_once_pe
     calls = []
     for b, block in enumerate(blocks.blocks):
         block.register_forward_hook(lambda mod, inp, out, b=b: calls.append((b, float(inp[2][0]))))
-    pred = T.classify(cfg, blocks, x, 0)
-    assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks))
-    np.testing.assert_allclose([c[1] for c in calls], blocks.edges[:-1].numpy(), rtol=1e-6)
+    path: list = []
+    pred = T.classify(cfg, blocks, x, 0, path=path)
+    assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks)) and len(path) == cfg.n_blocks
+    # the reference's levels: evenly spaced in the log-normal's CDF from σ_max to σ_min, one in each block's range
+    levels = T.inference_levels(cfg)
+    q = norm.cdf((np.log(levels) + 1.2) / 1.2)
+    np.testing.assert_allclose(np.diff(q), np.full(cfg.n_blocks - 1, (q[-1] - q[0]) / (cfg.n_blocks - 1)), rtol=1e-6)
+    assert levels[0] == cfg.sigma_max and levels[-1] == cfg.sigma_min
+    np.testing.assert_allclose([c[1] for c in calls], levels, rtol=1e-6)
+    # the class embeddings are unit vectors (the reference's F.normalize)
+    torch.testing.assert_close(T.label_embeddings(cfg, blocks).norm(dim=-1), torch.ones(10))
+    acc = T.noised_accuracy(cfg, blocks, x, y, 0)
+    assert acc.shape == (cfg.n_blocks, 2) and ((acc >= 0) & (acc <= 100)).all()
 
 
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):

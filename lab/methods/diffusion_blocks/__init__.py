@@ -31,11 +31,14 @@ identity).
 ``z ← z + (σ_{i+1} - σ_i)/σ_i · (z - D_{b(σ_i)}(z, σ_i))``, where ``b(σ)`` is the block that owns ``σ``.
 
 **Classification** (the reference implementation). The target is a label's embedding (learned, one table shared by
-the blocks, L2-normalised, RMS σ_d per coordinate); block b denoises it given the input's tokens and is trained by
-the cross-entropy of the logits ``D · E^T``, weighted by ``w(σ)``. Inference: one Euler step per block at
-the equal-probability edges ``σ_max = e_0 > ... > e_{B-1}``, then the argmax of the last block's logits. Each
-block trains as many steps as the end-to-end network (the reference multiplies the block-wise epochs by B), so
-every parameter gets the same updates x batch.
+the blocks, L2-normalised to unit norm); block b denoises it given the input's tokens and is trained by the
+cross-entropy of the logits ``D · E^T``, weighted by ``w(σ)``. Inference: ``z = √(1 + σ_max²) ε``, then one level per
+block evenly spaced in the log-normal's CDF from σ_max to σ_min; at each the owning block denoises, the Euler step
+uses the class posterior's mean embedding ``softmax(logits) E``, and the class is the argmax of the logits at
+σ_min. Each block trains as many steps as the end-to-end network (the reference multiplies the block-wise epochs by
+B), so every parameter gets the same updates x batch. Only the first block meets pure noise and reads the class from
+the input; the later ones find the label in the noisy embedding, so the blocks classify at most as well as one
+block's depth (the notebook measures it).
 
 **In this lab.** :mod:`.model` (partition, EDM, AdaLN layers, MLP and token denoisers, the block container, Euler
 sampling, the energy distance, the measured cost of a step), :mod:`.train` (2-D data, training runs, evaluation),

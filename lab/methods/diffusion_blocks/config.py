@@ -39,7 +39,8 @@ class Config(RuntimeConfig, BaseConfig):
     sigma_max: Annotated[float, Range(1.0, 1000.0)] = 80.0
     """Largest noise level, where sampling starts (the paper: 80)."""
     sigma_data: Annotated[float, Range(0.01, 10.0)] = 0.5
-    """EDM's σ_d; the 2-D data and the label embeddings are scaled to this per-coordinate RMS (the paper: 0.5)."""
+    """EDM's σ_d; the 2-D data are scaled to this per-coordinate RMS (the paper: 0.5; the label embeddings are unit
+    vectors, as the reference implementation's)."""
     overlap: Annotated[float, Range(0.0, 1.0)] = 0.05
     """γ: each block trains on its range widened by (σ_hi / σ_lo)^γ on both sides (the paper: 0.05)."""
     toy: Literal["gaussians8", "moons"] = "gaussians8"
@@ -71,7 +72,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Attention heads."""
     d_label: Annotated[int, Range(2, 1024)] = 16
     """Dimension of the label embedding that DiffusionBlocks denoises (learned, shared by the blocks,
-    L2-normalised)."""
+    L2-normalised to unit norm)."""
     cls_steps: Steps = 1000
     """Optimiser steps of the end-to-end classifier runs (and of the block-wise runs, times B under block_budget =
     compute). At quick on MNIST-1D (seed 0): 500 steps leave the 6-layer transformer at 77% (below the competence

@@ -20,8 +20,10 @@ from lab.methods.diffusion_blocks.train import (
     TOY_MODELS,
     classify,
     cls_run,
+    inference_levels,
     load_tokens,
     measure_costs,
+    noised_accuracy,
     sample_toy,
     toy_data,
     toy_run,
@@ -48,6 +50,10 @@ SCHEMA = Schema(
     Var("toy_train_cpu", ("seed", "toy_model"), "CPU time of training (as measured when trained, cached runs "
                                                 "included)", "s"),
     Var("accuracy", ("seed", "cls_model"), "test accuracy", "%"),
+    Var("level_accuracy", ("seed", "level", "reading"),
+        "test accuracy of the blocks' logits at each inference level: along the inference (the state the previous "
+        "step left), and given the true class's embedding noised at that level (what the block met in training), "
+        "with each example's own input or the inputs shuffled across examples", "%"),
     Var("cls_train_cpu", ("seed", "cls_model"), "CPU time of training (as measured when trained)", "s"),
     Var("saved_bytes", ("task", "variant"), "bytes autograd saves for the backward pass in one training step "
                                             "(measured with saved_tensors_hooks, parameters excluded)", "bytes"),
@@ -64,6 +70,9 @@ SCHEMA = Schema(
                            "range"),
         "cls_model": Coord("L-layer transformer, cross-entropy; B blocks denoising the label embedding; L/B-layer "
                            "transformer, cross-entropy"),
+        "level": Coord("the inference levels σ, descending, one in each block's range (evenly spaced in the "
+                       "log-normal's CDF from σ_max to σ_min)"),
+        "reading": Coord("along the inference; true label noised, own input; true label noised, inputs shuffled"),
         "variant": Coord("the L-layer network end to end; one block (the largest); every block's loss in one step"),
     },
 )
@@ -104,8 +113,13 @@ def _classify(cfg: Config, task, res, s: int, seed: int, bar) -> None:
     """Seed ``s``: the test accuracy of every classifier."""
     for m, kind in enumerate(CLS_MODELS):
         trained = cls_run(cfg, task, kind, seed)
-        pred = classify(cfg, trained.model, task.x_test, seed)
+        path: list = []
+        pred = classify(cfg, trained.model, task.x_test, seed, path=path)
         res["accuracy"][s, m] = 100.0 * float((pred == task.y_test).float().mean())
+        if kind == "blocks":  # where the accuracy is made and lost along the inference
+            res["level_accuracy"][s, :, 0] = [100.0 * float((lg.argmax(-1) == task.y_test).float().mean())
+                                              for lg in path]
+            res["level_accuracy"][s, :, 1:] = noised_accuracy(cfg, trained.model, task.x_test, task.y_test, seed)
         res["cls_train_cpu"][s, m] = trained.meta["cpu_s"]
         bar.update(1)
 
@@ -114,8 +128,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     """Train every model for every seed (or load it from the cache), score it, measure one step's cost.
 
     Returns:
-        Dataset with dims seed, toy_model, cls_model, partition, edge, stage, point, xy, task, variant (see
-        :data:`SCHEMA`).
+        Dataset with dims seed, toy_model, cls_model, level, reading, partition, edge, stage, point, xy, task,
+        variant (see :data:`SCHEMA`).
     """
     start_cpu = time.process_time()
     task = load_tokens(cfg)
@@ -123,6 +137,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     res = SCHEMA.new(seed=list(cfg.seeds), toy_model=list(TOY_MODELS), cls_model=list(CLS_MODELS),
                      partition=list(M.PARTITIONS), edge=np.arange(B + 1),
                      stage=["start"] + [f"after block {b + 1}" for b in range(B)],
+                     level=inference_levels(cfg),
+                     reading=["inference", "true label noised", "true label noised, inputs shuffled"],
                      point=np.arange(min(N_PATH, cfg.n_eval)), xy=["x", "y"], task=list(COST_TASKS),
                      variant=list(COST_VARIANTS))
     bar = tqdm(total=cfg.n_seeds * (len(TOY_MODELS) + len(CLS_MODELS)), desc="DiffusionBlocks runs",

@@ -14,14 +14,15 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.lwail.config import PENDULUM_VARIANTS, VARIANTS, Config
 from lab.methods.lwail.maze import make_maze
-from lab.methods.lwail.train import encoder, expert_move_rate, expert_success, maze_agent, maze_icvf
+from lab.methods.lwail.train import encoder, expert_move_rate, expert_success, maze_agent, maze_icvf, train_all
 from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
 
 #: the distances compared with the geodesic one: ICVF's latent distance ||φ(s) - φ(g)||, ICVF's value -V(s, g, g)
-#: (the steps-to-go it was trained to predict), the identity (Euclidean), a random frozen φ
-METRICS = ("icvf", "icvf_value", "euclid", "random_phi")
+#: (the steps-to-go it was trained to predict), the identity (Euclidean), a random frozen φ, the oracle (the
+#: multidimensional scaling of the geodesic distances: the positive control's metric)
+METRICS = ("icvf", "icvf_value", "euclid", "random_phi", "oracle")
 
 _NO_MAZE = "NaN when the maze is not in cfg.envs"
 _NO_PENDULUM = "NaN when the pendulum is not in cfg.envs"
@@ -68,8 +69,9 @@ def _spearman(cfg: Config, maze, seed: int) -> list[float]:
     icvf = maze_icvf(cfg, maze, seed)
     dist = {}
     with torch.no_grad():
-        for metric, variant in (("icvf", "lwail"), ("euclid", "euclid"), ("random_phi", "no_icvf")):
-            z = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed)(x).numpy()
+        for metric, variant in (("icvf", "lwail"), ("euclid", "euclid"), ("random_phi", "no_icvf"),
+                                ("oracle", "oracle")):
+            z = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed, maze)(x).numpy()
             dist[metric] = np.linalg.norm(z[:, None] - z[None], axis=-1)
         s, g = x.repeat_interleave(n, 0), x.repeat(n, 1)
         dist["icvf_value"] = -icvf(s, g, g).mean(0).numpy().reshape(n, n)
@@ -77,11 +79,15 @@ def _spearman(cfg: Config, maze, seed: int) -> list[float]:
 
 
 def _maze(cfg: Config, res: Results, bar) -> None:
-    """The expert, the metrics' Spearman correlations and every maze variant, on each seed."""
+    """The expert and the metrics' Spearman correlations on each seed (ICVF trained first), then every maze variant
+    on each seed (the agents trained side by side in worker processes, then read from the cache)."""
     maze = make_maze(cfg.resolution)
-    for s, seed in enumerate(cfg.seeds):
+    train_all(cfg, "icvf", progress=not bar.disable)  # worker processes
+    for s, seed in enumerate(cfg.seeds):  # the metric's competence, measured before any imitation
         res["expert_success"][s] = expert_success(cfg, maze, seed)
         res["spearman"][s] = _spearman(cfg, maze, seed)
+    train_all(cfg, "agents", progress=not bar.disable)
+    for s, seed in enumerate(cfg.seeds):
         for v, variant in enumerate(VARIANTS):
             agent = maze_agent(cfg, variant, seed)
             res["success"][s, v], res["success_curve"][s, v] = agent["success"], agent["curve"]

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["REWARDS", "ICVF", "QNet", "TD3Actor", "TD3Critic", "critic_loss", "expectile_weight",
-           "gaifo_loss", "gradient_penalty", "icvf_loss", "mlp", "reward_from"]
+__all__ = ["REWARDS", "ICVF", "FourierFeatures", "GeodesicEmbedding", "QNet", "TD3Actor", "TD3Critic", "critic_loss",
+           "encoder_net", "expectile_weight", "gaifo_loss", "gradient_penalty", "icvf_loss", "mlp", "reward_from"]
 
 #: how a critic's output becomes the agent's reward: LWAIL's sigmoid(-f); the positivity ablations -f (unbounded)
 #: and sigmoid(-f) - 1 (the same shape, negative); GAIfO's -log(1 - D) from the discriminator's logit
@@ -37,20 +37,62 @@ def mlp(d_in: int, hidden: int, d_out: int, layers: int = 2) -> nn.Sequential:
     return nn.Sequential(*mods, nn.Linear(dims[-1], d_out))
 
 
+class FourierFeatures(nn.Module):
+    """``x (..., d) -> [x, sin(π 2^k x), cos(π 2^k x)] (..., d (1 + 2 n_freq))`` for ``k < n_freq``: input features
+    that let a small MLP bend sharply across a thin wall (``n_freq = 0``: the identity)."""
+
+    def __init__(self, d: int, n_freq: int):
+        super().__init__()
+        self.d_out = d * (1 + 2 * n_freq)
+        self.register_buffer("freq", torch.pi * 2.0 ** torch.arange(n_freq, dtype=torch.float32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = (x[..., :, None] * self.freq).flatten(-2)
+        return torch.cat([x, torch.sin(a), torch.cos(a)], -1)
+
+
+def encoder_net(d_state: int, hidden: int, d_out: int, n_freq: int = 0) -> nn.Sequential:
+    """An MLP ``d_state -> d_out`` on :class:`FourierFeatures` of its input (``n_freq = 0``: on the raw state)."""
+    feat = FourierFeatures(d_state, n_freq)
+    return nn.Sequential(feat, mlp(feat.d_out, hidden, d_out))
+
+
+class GeodesicEmbedding(nn.Module):
+    """The oracle metric: each of ``points (n, d)`` mapped to its row of the classical multidimensional scaling of
+    ``dist (n, n)`` into ``d_out`` dimensions (a Euclidean embedding whose distances approximate ``dist``); any
+    input is mapped to its nearest point's embedding."""
+
+    def __init__(self, points: torch.Tensor, dist: torch.Tensor, d_out: int):
+        super().__init__()
+        n = len(dist)
+        centre = torch.eye(n, dtype=torch.float64) - 1.0 / n
+        gram = -0.5 * centre @ dist.double() ** 2 @ centre
+        val, vec = torch.linalg.eigh(gram)
+        top = torch.argsort(val, descending=True)[:d_out]
+        emb = vec[:, top] * val[top].clamp(min=0).sqrt()
+        self.register_buffer("points", points.float())
+        self.register_buffer("emb", emb.float())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        near = torch.cdist(x.reshape(-1, x.shape[-1]), self.points).argmin(-1)
+        return self.emb[near].reshape(*x.shape[:-1], -1)
+
+
 class ICVF(nn.Module):
     """``V_k(s, g, z) = φ(s)ᵀ T_k(z) ψ_k(g)`` for ``k`` heads over one shared ``φ``.
 
     Arguments:
-        d_state: state size. hidden: width of every MLP. d_latent: size of φ, ψ. heads: value heads.
+        d_state: state size. hidden: width of every MLP. d_latent: size of φ, ψ. heads: value heads. n_freq: octaves
+        of the Fourier input features of φ, ψ and the intent encoder (0: the raw state).
     """
 
-    def __init__(self, d_state: int, hidden: int = 64, d_latent: int = 32, heads: int = 2):
+    def __init__(self, d_state: int, hidden: int = 64, d_latent: int = 32, heads: int = 2, n_freq: int = 0):
         super().__init__()
-        self.d_latent = d_latent
-        self.phi = mlp(d_state, hidden, d_latent)
-        self.psi = nn.ModuleList([mlp(d_state, hidden, d_latent) for _ in range(heads)])
+        self.d_latent, self.n_freq = d_latent, n_freq
+        self.phi = encoder_net(d_state, hidden, d_latent, n_freq)
+        self.psi = nn.ModuleList([encoder_net(d_state, hidden, d_latent, n_freq) for _ in range(heads)])
         self.T = nn.ModuleList([mlp(d_latent, hidden, d_latent * d_latent) for _ in range(heads)])
-        self.z_enc = nn.ModuleList([mlp(d_state, hidden, d_latent) for _ in range(heads)])
+        self.z_enc = nn.ModuleList([encoder_net(d_state, hidden, d_latent, n_freq) for _ in range(heads)])
 
     def forward(self, s: torch.Tensor, g: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """Arguments: s, g, z: ``(batch, d_state)``. Returns: ``(heads, batch)`` values."""

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lab.cache import cached_model, cached_state
+from lab.checks import check_choice
 from lab.core.runtime import resolve_device
 from lab.core.train import fit, seed_everything
 from lab.methods.lwail import model as M
@@ -22,14 +23,14 @@ from lab.methods.lwail.config import TERMINATING, VARIANTS, Config
 from lab.methods.lwail.maze import Maze, make_maze
 
 __all__ = ["FORMAT", "REWARD", "Imitator", "StateData", "encoder", "expert_move_rate", "expert_success",
-           "maze_agent", "maze_data", "maze_icvf", "maze_policy", "train_icvf"]
+           "maze_agent", "maze_data", "maze_icvf", "maze_policy", "train_all", "train_icvf"]
 
 #: bump when training changes (invalidates cached models)
-FORMAT = 3
+FORMAT = 4
 #: the reward of each variant's critic output
 REWARD = {"lwail": "sigmoid", "lwail_b": "sigmoid", "euclid": "sigmoid", "no_icvf": "sigmoid", "gaifo": "gaifo",
           "negative": "negative", "raw": "raw", "lwail_end": "sigmoid", "lwail_b_end": "sigmoid",
-          "negative_end": "negative"}
+          "negative_end": "negative", "oracle": "sigmoid"}
 #: DQN's soft target rate (faster than ICVF's: DQN takes a few thousand updates here)
 DQN_TAU = 0.02
 
@@ -77,9 +78,10 @@ class StateData:
         return sample
 
 
-def train_icvf(cfg: Config, data: StateData, steps: int, seed: int, name: str) -> M.ICVF:
-    """ICVF on ``data`` (cached by the settings, the data's checksum and the seed); returns the model (φ = .phi)."""
-    key = {"format": FORMAT, "hidden": cfg.hidden, "d_latent": cfg.d_latent, "steps": steps,
+def train_icvf(cfg: Config, data: StateData, steps: int, seed: int, name: str, n_freq: int = 0) -> M.ICVF:
+    """ICVF on ``data`` (cached by the settings, the data's checksum and the seed), its networks reading
+    ``n_freq`` octaves of Fourier features of the state; returns the model (φ = .phi)."""
+    key = {"format": FORMAT, "hidden": cfg.hidden, "d_latent": cfg.d_latent, "steps": steps, "n_freq": n_freq,
            "batch": cfg.icvf_batch, "lr": cfg.icvf_lr, "tau": cfg.expectile, "gamma": cfg.gamma,
            "target": cfg.icvf_target_rate, "p": [cfg.p_random, cfg.p_trajectory], "seed": seed,
            "data": float(data.states.double().sum()), "n": int(len(data.states))}
@@ -87,7 +89,7 @@ def train_icvf(cfg: Config, data: StateData, steps: int, seed: int, name: str) -
 
     def build():
         seed_everything(seed)
-        return M.ICVF(d, cfg.hidden, cfg.d_latent)
+        return M.ICVF(d, cfg.hidden, cfg.d_latent, n_freq=n_freq)
 
     def train(model: M.ICVF) -> dict:
         target = copy.deepcopy(model).requires_grad_(False)
@@ -109,13 +111,20 @@ def train_icvf(cfg: Config, data: StateData, steps: int, seed: int, name: str) -
     return cached_model("lwail", name, key, build, train).model.requires_grad_(False)
 
 
-def encoder(variant: str, icvf: M.ICVF, d_state: int, hidden: int, d_latent: int, seed: int) -> nn.Module:
-    """The frozen state encoder of a variant: ICVF's φ, the identity (Euclidean WAIL, GAIfO) or a random φ."""
+def encoder(variant: str, icvf: M.ICVF, d_state: int, hidden: int, d_latent: int, seed: int,
+            maze: Maze | None = None) -> nn.Module:
+    """The frozen state encoder of a variant: ICVF's φ, the identity (Euclidean WAIL, GAIfO), a random φ or (the
+    ``oracle``, which needs ``maze``) the multidimensional scaling of the maze's geodesic distances."""
     if variant in ("euclid", "gaifo"):
         return nn.Identity()
-    if variant == "no_icvf":
+    if variant == "oracle":
+        if maze is None:
+            raise ValueError("encoder('oracle') needs the maze")
+        return M.GeodesicEmbedding(torch.from_numpy(maze.obs(maze.cells)),
+                                   torch.from_numpy(maze.geodesic_matrix()), d_latent)
+    if variant == "no_icvf":  # φ's architecture, its input features included, with nothing learned
         torch.manual_seed(seed + 999)
-        return M.mlp(d_state, hidden, d_latent).requires_grad_(False)
+        return M.encoder_net(d_state, hidden, d_latent, icvf.n_freq).requires_grad_(False)
     return icvf.phi
 
 
@@ -182,7 +191,8 @@ def maze_data(cfg: Config, maze: Maze, seed: int) -> dict:
 def maze_icvf(cfg: Config, maze: Maze, seed: int) -> M.ICVF:
     """ICVF trained on the maze's random trajectories of ``seed`` (cached)."""
     cells = maze_data(cfg, maze, seed)["cells"]
-    return train_icvf(cfg, StateData(list(maze.obs(cells))), cfg.icvf_steps, seed, f"icvf-maze-r{cfg.resolution}")
+    return train_icvf(cfg, StateData(list(maze.obs(cells))), cfg.icvf_steps, seed, f"icvf-maze-r{cfg.resolution}",
+                      cfg.icvf_fourier)
 
 
 def expert_success(cfg: Config, maze: Maze, seed: int) -> float:
@@ -264,7 +274,7 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     if dev.type != "cpu":  # a few thousand tiny steps: the CPU is faster than a transfer per step
         dev = torch.device("cpu")
     icvf = maze_icvf(cfg, maze, seed)
-    enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed)
+    enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed, maze)
     d_enc = 2 if variant in ("euclid", "gaifo") else cfg.d_latent
     path = maze.obs(maze.expert_path())
     expert = (torch.from_numpy(path[:-1]), torch.from_numpy(path[1:]))
@@ -334,23 +344,56 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
             "progress": progress, "crashed": crashed}
 
 
+_AGENT_FIELDS = ("resolution", "slip", "random_starts", "horizon", "hidden", "d_latent", "random_traj",
+                 "random_length", "icvf_steps", "icvf_fourier", "icvf_batch", "icvf_lr", "expectile", "gamma",
+                 "icvf_target_rate", "p_random", "p_trajectory", "gp", "critic_lr", "critic_pretrain", "critic_every",
+                 "critic_window", "critic_steps", "batch_size", "env_steps", "n_envs", "dqn_lr", "updates_per_step",
+                 "dqn_gamma", "n_step", "n_eval", "eval_points")
+
+
+def _agent_key(cfg: Config, variant: str, seed: int) -> dict:
+    return {"format": FORMAT, "variant": variant, "seed": seed, **{k: getattr(cfg, k) for k in _AGENT_FIELDS}}
+
+
+def _icvf_job(cfg: Config, seed: int) -> None:
+    maze_icvf(cfg, make_maze(cfg.resolution), seed)
+
+
+def _agent_job(cfg: Config, variant: str, seed: int) -> None:
+    maze_agent(cfg, variant, seed)
+
+
+def train_all(cfg: Config, stage: str, progress: bool = True) -> None:
+    """Train the maze's ICVF of every seed (``stage="icvf"``) or every (variant, seed) agent not cached yet
+    (``"agents"``), side by side in worker processes (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the
+    cores); :func:`maze_icvf` and :func:`maze_agent` then load each from the cache. Each training seeds itself, so its
+    weights are those of a training here, bit for bit."""
+    from lab.cache import state_path
+    from lab.core.parallel import Job, run_jobs
+
+    check_choice("stage", stage, ("icvf", "agents"))
+    if stage == "icvf":
+        run_jobs([Job(f"icvf seed {seed}", _icvf_job, (cfg, seed)) for seed in cfg.seeds],
+                 threads_per_worker=cfg.threads, progress=progress, desc="LWAIL ICVF")
+        return
+    run_jobs([Job(f"{variant} seed {seed}", _agent_job, (cfg, variant, seed),
+                  cached=state_path("lwail", f"maze-{variant}", _agent_key(cfg, variant, seed)).exists())
+              for seed in cfg.seeds for variant in VARIANTS],
+             threads_per_worker=cfg.threads, progress=progress, desc="LWAIL agents")
+
+
 def maze_agent(cfg: Config, variant: str, seed: int) -> dict:
     """A trained maze agent of ``variant`` and ``seed`` (cached on disk): ``q`` (QNet), ``critic`` (the reward
     function as an :class:`Imitator`), ``maze``, ``curve``/``curve_steps`` (success along training), ``success``,
     ``progress`` (the final policy's mean 1 - closest geodesic distance to the goal / the start's), ``crashed``
     (the share of evaluation episodes that end in a wall; NaN where episodes do not end)."""
     maze = make_maze(cfg.resolution)
-    fields = ("resolution", "slip", "random_starts", "horizon", "hidden", "d_latent", "random_traj", "random_length",
-              "icvf_steps", "icvf_batch", "icvf_lr", "expectile", "gamma", "icvf_target_rate", "p_random",
-              "p_trajectory", "gp",
-              "critic_lr", "critic_pretrain", "critic_every", "critic_window", "critic_steps", "batch_size",
-              "env_steps", "n_envs", "dqn_lr", "updates_per_step", "dqn_gamma", "n_step", "n_eval", "eval_points")
-    key = {"format": FORMAT, "variant": variant, "seed": seed, **{k: getattr(cfg, k) for k in fields}}
-    state, _ = cached_state("lwail", f"maze-{variant}", key, lambda: _imitate_maze(cfg, maze, variant, seed))
+    state, _ = cached_state("lwail", f"maze-{variant}", _agent_key(cfg, variant, seed),
+                            lambda: _imitate_maze(cfg, maze, variant, seed))
     q = M.QNet(len(maze.cells), 8, cfg.hidden)
     q.load_state_dict(state["q"])
     icvf = maze_icvf(cfg, maze, seed)
-    enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed)
+    enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed, maze)
     d_enc = 2 if variant in ("euclid", "gaifo") else cfg.d_latent
     path = maze.obs(maze.expert_path())
     rand = torch.from_numpy(maze.obs(maze_data(cfg, maze, seed)["cells"])).reshape(-1, 2)

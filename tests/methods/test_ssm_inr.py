@@ -313,3 +313,31 @@ def test_thumbnail_reference_is_finer_with_a_finer_grid():
     sizes = dict(budget=8000, rd_budgets=(8000,))  # room for factor 4's 16 x 16 latent grid
     coarse, fine = (thumbnail_psnr(Config.from_profile("quick", factor=f, **sizes), "astronaut") for f in (16, 4))
     assert flat < coarse < fine < 40
+
+
+def test_fits_in_worker_processes_give_the_weights_of_a_fit_here(tmp_path, monkeypatch):
+    """train_all trains a run's missing fits side by side in worker processes (lab.core.parallel), into the weight
+    cache, a repeated fit once; each is bit for bit the model fitted in this process and a second call trains
+    nothing; the run plans every fit it reads."""
+    from lab.core.runtime import threads
+    from lab.methods.ssm_inr import train as T
+    from lab.methods.ssm_inr.experiment import planned_fits
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_S", 0.0)  # a pool even for ci's few steps
+    cfg = Config.from_profile("ci", steps=4)
+    specs = [T.FitSpec("camera", v, cfg.budget, s, cfg.steps) for v in ("lpnet_s3k", "lpnet_mamba") for s in (0, 1)]
+    done = T.train_all(cfg, specs + specs[:1], progress=False)
+    assert len(done) == 4 and all(r.ran for r in done)
+    assert not any(r.ran for r in T.train_all(cfg, specs, progress=False))
+    with threads(cfg.threads):
+        for spec in specs:
+            args = (cfg, spec.datum, spec.variant, spec.budget, spec.seed)
+            cached = T.trained(*args, steps=spec.steps)
+            here = T.trained(*args, steps=spec.steps, use_cache=False)
+            assert cached.loaded and not here.loaded
+            for (key, a), b in zip(cached.model.state_dict().items(), here.model.state_dict().values()):
+                assert torch.equal(a, b), (spec, key)
+    plan = planned_fits(Config.from_profile("ci"))
+    assert len(plan) == 2 * 11 + 5 * 3 + 3 * 2 and len(set(plan)) == 2 * 11 + 5 * 2 + 3  # main fits read again

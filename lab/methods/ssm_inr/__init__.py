@@ -49,7 +49,8 @@ complex modes close most of the gap but do not win reliably. The decays matter (
 every probe).
 
 Modules: :mod:`.data` (the data), :mod:`.model` (S3K, pyramids, encoders, decoder, SIREN, budget matching),
-:mod:`.train` (the fits, cached), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
+:mod:`.train` (the fits, cached; ``train_all`` fits a run's missing ones side by side on the cores,
+the same weights bit for bit), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live` (the
 ``compact_models`` dashboard's computations); notebook ``11_ssm_inr.ipynb``.
 """
 

@@ -14,10 +14,11 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.ssm_inr.config import VARIANTS, Config
 from lab.methods.ssm_inr.data import VIDEO, load
-from lab.methods.ssm_inr.train import fit_one, psnr
+from lab.methods.ssm_inr.train import FitSpec, fit_one, psnr, train_all
 from lab.results import Coord, Results, Schema, Var
 
-__all__ = ["run"]
+__all__ = ["CURVE_FRACTIONS", "CURVE_VARIANTS", "SCHEMA", "planned_fits", "run", "step_budgets",
+           "thumbnail_psnr"]
 
 #: the variants of the steps curve: the headline's S3K, its control and every encoder it is compared with
 CURVE_VARIANTS = ("lpnet_s3k", "lpnet_s3k_nodecay", "lpnet_conv", "lpnet_mamba", "convnext")
@@ -75,6 +76,21 @@ def thumbnail_psnr(cfg: Config, datum: str) -> float:
     return psnr(x.numpy(), up.numpy())
 
 
+def step_budgets(cfg: Config) -> list[int]:
+    """The steps curve's training lengths: :data:`CURVE_FRACTIONS` of ``cfg.steps`` (distinct, at least 1)."""
+    return sorted({max(1, round(f * cfg.steps)) for f in CURVE_FRACTIONS})
+
+
+def planned_fits(cfg: Config) -> list[FitSpec]:
+    """Every fit :func:`run` reads, in its order: each datum x seed x variant at ``cfg.budget``, the steps curve
+    (first datum and seed) and the rate-distortion curve (first datum and seed); a fit read twice (the steps curve's
+    longest point is the main fit) is listed twice."""
+    seed, first = cfg.seeds[0], cfg.data[0]
+    specs = [FitSpec(datum, v, cfg.budget, s, cfg.steps) for datum in cfg.data for s in cfg.seeds for v in VARIANTS]
+    specs += [FitSpec(first, v, cfg.budget, seed, n) for v in CURVE_VARIANTS for n in step_budgets(cfg)]
+    return specs + [FitSpec(first, v, b, seed, cfg.steps) for v in cfg.rd_variants for b in cfg.rd_budgets]
+
+
 def _fits(cfg: Config, res: Results, d: int, datum: str, bar) -> None:
     """Every variant fitted to one datum on every seed at the claim budget; the first datum's reconstructions of
     the first seed."""
@@ -118,17 +134,18 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         channel, y, x (and ``psnr_thumbnail`` per datum: the non-learned reference of the competence checks).
     """
     variants = list(VARIANTS)
-    step_budgets = sorted({max(1, round(f * cfg.steps)) for f in CURVE_FRACTIONS})
+    budgets = step_budgets(cfg)
     res = SCHEMA.new(datum=list(cfg.data), seed=list(cfg.seeds), variant=variants,
-                     curve_variant=list(CURVE_VARIANTS), step_budget=step_budgets,
+                     curve_variant=list(CURVE_VARIANTS), step_budget=budgets,
                      point=np.unique(np.linspace(0, cfg.steps - 1, min(CURVE_POINTS, cfg.steps)).astype(int)),
                      rd_variant=list(cfg.rd_variants), rd_budget=list(cfg.rd_budgets),
                      frame=cfg.frames if cfg.data[0] == VIDEO else 1, channel=3, y=cfg.size, x=cfg.size,
                      context={"first_datum": cfg.data[0]})
     total = len(cfg.data) * len(cfg.seeds) * len(variants) + len(cfg.rd_variants) * len(cfg.rd_budgets) + \
-        len(CURVE_VARIANTS) * len(step_budgets)
-    bar = tqdm(total=total, desc="ssm_inr fits", disable=not progress)
-    with threads(cfg.threads):
+        len(CURVE_VARIANTS) * len(budgets)
+    with threads(cfg.threads):  # a serial train_all (one worker, ci) trains here, with the run's threads
+        train_all(cfg, planned_fits(cfg), progress=progress)  # the missing fits side by side, into the cache
+        bar = tqdm(total=total, desc="ssm_inr evaluations", disable=not progress)
         for d, datum in enumerate(cfg.data):
             _fits(cfg, res, d, datum, bar)
             if d == 0:

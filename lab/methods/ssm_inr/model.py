@@ -366,14 +366,23 @@ def build(variant: str, budget: int, *, channels: int, levels: int, factor: int,
     dec = decoder_width(budget - latent_values, latent, channels, factor)
     if encoder == "siren":  # as many numbers as every LPNet stores (the decoder's width steps are coarse)
         target = n_params(Decoder(latent, dec, channels, factor)) + latent_values
-        return _fill(target, lambda w: Siren(channels, w, omega=omega, video=video), n_params)
+        return _fill(target, lambda w: Siren(channels, w, omega=omega, video=video), n_params,
+                     key=("siren", channels, video, target))
     return _fill(enc_budget, lambda w: LPNet(encoder, inputs, channels=channels, levels=levels, factor=factor,
                                              latent=latent, width=w, dec_width=dec, stack=stack, d_state=d_state),
-                 lambda m: m.encoder_params())
+                 lambda m: m.encoder_params(),
+                 key=(encoder, inputs, channels, levels, factor, latent, dec, stack, d_state, enc_budget))
 
 
-def _fill(budget: int, make, count) -> nn.Module:
-    """``make(w)`` at the width whose ``count`` is closest to ``budget``."""
+#: the width each search found, by what determines it (a run builds each model again when it loads its weights)
+_WIDTHS: dict[tuple, int] = {}
+
+
+def _fill(budget: int, make, count, key: tuple | None = None) -> nn.Module:
+    """``make(w)`` at the width whose ``count`` is closest to ``budget`` (the search remembered under ``key``:
+    every parameter count ``make`` depends on, and ``budget``)."""
+    if key is not None and key in _WIDTHS:
+        return make(_WIDTHS[key])
     with torch.random.fork_rng(devices=[]):  # the search leaves the global generator where it was
         lo, hi = 1, 2
         while count(make(hi)) < budget and hi < 4096:
@@ -382,4 +391,6 @@ def _fill(budget: int, make, count) -> nn.Module:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if count(make(mid)) < budget else (lo, mid)
         best = min((lo, hi), key=lambda w: abs(count(make(w)) - budget))
+    if key is not None:
+        _WIDTHS[key] = best
     return make(best)

@@ -55,10 +55,10 @@ def test_quantize_rounds_to_the_nearest_code_and_saturates(bits):
 def test_the_evaluations_use_the_twin_only_where_it_is_exact():
     """The accuracy evaluations run on the fake-quant twin (batched float32 products of the codes) only where every
     int32 sum is below 2^24, so that float32 holds it exactly; a deeper product goes through torch._int_mm."""
-    from lab.methods.ssdi8.experiment import _backend
+    from lab.methods.ssdi8.measure import backend
 
-    assert _backend(Config.from_profile("quick")) == "fake" and _backend(Config.from_profile("full")) == "fake"
-    assert _backend(Config.from_profile("quick", d_model=1024, headdim=32, ngroups=4)) == "int"
+    assert backend(Config.from_profile("quick")) == "fake" and backend(Config.from_profile("full")) == "fake"
+    assert backend(Config.from_profile("quick", d_model=1024, headdim=32, ngroups=4)) == "int"
     depth = (2 ** 24 - 1) // 127 ** 2  # the deepest exact product: every code at the extreme
     qa, qb = torch.full((1, 3, depth), -127, dtype=torch.int8), torch.full((1, depth, 2), -127, dtype=torch.int8)
     one = torch.ones(())
@@ -346,6 +346,11 @@ def test_evaluation_without_the_float_reference_gives_the_same_losses(tiny):
                               compare=False)
     assert none is None and err.shape == (cfg.n_layers,) and float(err.min()) > 0
     assert loss == loss2 and with_ref == without and loss == pytest.approx(np.mean(with_ref))
+    reference: list = []
+    for _ in range(2):  # the float reference computed by the first evaluation, read by the second: the same error
+        loss3, err3 = LM.evaluate(model, tokens, quant, "ssdi8", "w8a8", chunk_size=16, reference=reference)
+        assert loss3 == loss and torch.equal(err3, err)
+    assert len(reference) == 1 and len(reference[0]) == cfg.n_layers
 
 
 def test_grid_index_spreads_the_grid_and_partitions_the_rest():
@@ -427,7 +432,18 @@ def test_ci_run_and_claims(ci_result):
     assert by_name["correction_lowers_error"].evaluate(broken).verdict == "fails"
     # the model's own activations: no injected outliers, so the axis-aware SSD errors equal the injected run's at
     # float projections (a per-channel scale absorbs a channel's factor) while per tensor is no worse than there
-    assert ds.loss_own.dims == ("variant", "weights") and np.isfinite(ds.loss_own).all()
+    # on all n_eval sequences: the pairs read (the headline's candidates at W8A8, the float model, per tensor at
+    # float weights); the others on the grid only (NaN loss, NaN off the grid)
+    from lab.methods.ssdi8.measure import CANDIDATES, FULL_OWN
+
+    read = {(v, "w8a8") for v in CANDIDATES} | set(FULL_OWN)
+    assert ds.loss_own.dims == ("variant", "weights") and np.isfinite(ds.ssd_error_own).all()
+    grid_n = Config.from_profile("ci").n_eval_grid
+    for v in ds.variant.values:
+        for w in ds.weights.values:
+            own, seqs = ds.loss_own.sel(variant=v, weights=w), ds.seq_loss_own.sel(variant=v, weights=w)
+            assert np.isfinite(seqs[:grid_n]).all()
+            assert bool(np.isfinite(own)) == ((v, w) in read) == bool(np.isfinite(seqs).all()), (v, w)
     # the headline's comparison on every seed: the first seed's losses are the own-activation grid's, over all n_eval
     cfg = Config.from_profile("ci")
     assert ds.seq_loss_seeds.sizes == {"seed": cfg.n_seeds, "candidate": 5, "eval_seq": cfg.n_eval}
@@ -522,3 +538,33 @@ def test_seed_trainings_in_worker_processes_give_the_weights_of_a_training_here(
         for (key, a), b in zip(cached.model.state_dict().items(), here.model.state_dict().values()):
             assert torch.equal(a, b), (k, key)
     assert T.train_all(dataclasses.replace(cfg, use_cache=False), progress=False) == []
+
+
+def test_plan_trains_first_and_puts_each_measurement_where_it_ends_first():
+    """The chains of worker steps: the trainings first (longest first, on the chain that ends first), then each
+    measurement where it would end first, waiting for its model; a cached model (cost 0) is no step."""
+    from lab.methods.ssdi8 import measure as ME
+
+    assert ME.plan({0: 10, 1: 10, 2: 10}, {0: 6, 1: 3, 2: 3}, 2) == [
+        [("train", 0), ("train", 2), ("measure", 2)], [("train", 1), ("measure", 0), ("measure", 1)]]
+    assert ME.plan({0: 0, 1: 0, 2: 0}, {0: 6, 1: 3, 2: 3}, 2) == [[("measure", 0)], [("measure", 1), ("measure", 2)]]
+    assert ME.plan({0: 10, 1: 0}, {0: 6, 1: 3}, 1) == [[("train", 0), ("measure", 0), ("measure", 1)]]
+
+
+def test_measurements_in_worker_processes_equal_those_here(tmp_path, monkeypatch):
+    """measure_all trains and measures every seed in worker processes (lab.core.parallel); each seed's arrays are
+    bit for bit those measured here from the cached weights; without the cache it leaves the work to the caller."""
+    from lab.methods.ssdi8 import measure as ME
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(ME, "SERIAL_BELOW", 0)  # a pool even for ci's few steps
+    cfg = Config.from_profile("ci", train_steps=3)
+    pooled = ME.measure_all(cfg, progress=False)
+    assert set(pooled) == {cfg.seed + k for k in range(cfg.n_seeds)}
+    for name, value in ME.measure_first(cfg).items():
+        np.testing.assert_array_equal(pooled[cfg.seed][name], value, err_msg=name)
+    for k in range(1, cfg.n_seeds):
+        for a, b in zip(pooled[cfg.seed + k], ME.measure_seed(dataclasses.replace(cfg, seed=cfg.seed + k))):
+            np.testing.assert_array_equal(a, b)
+    assert ME.measure_all(dataclasses.replace(cfg, use_cache=False), progress=False) is None

@@ -36,7 +36,8 @@ Numbers [secondary]: Mamba2-8B WikiText2 perplexity at W8A8: Quamba2 7.79, SSDi8
 library sources (:mod:`.train`); :mod:`.quant` (quantisers, ``torch._int_mm`` products beside their fake-quant twin,
 W8A8/W4A8 projections); :mod:`.model` (the INT8 SSD on the stages of ``kernels.ssd``, and the baselines);
 :mod:`.lm` (the model run through any variant, outlier injection, calibration, the correction);
-:mod:`.experiment`, :mod:`.claims`, :mod:`.stats` (margin, clustered bound), :mod:`.plots`, :mod:`.live`;
+:mod:`.measure` (each seed's measurements, with the trainings laid out over the cores), :mod:`.experiment`,
+:mod:`.claims`, :mod:`.stats` (margin, clustered bound), :mod:`.plots`, :mod:`.live`;
 notebook ``10_ssdi8.ipynb``. A tiny model trained for a minute has no outlier channels of its own, so
 function-preserving ones are injected (the SSD input's channel
 ``p`` scaled up, its output scaled back down) to make a per-tensor scale fail as it does in large models (the

@@ -63,13 +63,14 @@ class Config(RuntimeConfig, BaseConfig):
     n_calib: Annotated[int, Range(1, 100_000)] = 32
     """Calibration sequences (taken from corpus files that neither training nor evaluation reads)."""
     n_eval: Annotated[int, Range(1, 100_000)] = 1024
-    """Evaluation sequences (their own files, apart from training and calibration): every loss on the model's own
-    activations, and the headline's with the injected outliers, is taken over all of them (windows evenly spread over
-    the files read, about 70 at 1024: the headline's standard error is clustered by file, so it shrinks with the files
-    more than with the windows)."""
+    """Evaluation sequences (their own files, apart from training and calibration): the losses on the model's own
+    activations that the claims and the notebook read, and the headline's with the injected outliers, are taken over
+    all of them (windows evenly spread over the files read, about 70 at 1024: the headline's standard error is
+    clustered by file, so it shrinks with the files more than with the windows)."""
     n_eval_grid: Annotated[int, Range(1, 100_000)] = 128
-    """Evaluation sequences, evenly spaced among the n_eval, on which the injected-outlier settings and every SSD
-    output error are measured (their differences are many standard errors wide at this size)."""
+    """Evaluation sequences, evenly spaced among the n_eval, on which the injected-outlier settings, every SSD
+    output error and the own-activation losses nothing reads are measured (their differences are many standard
+    errors wide at this size)."""
     weight_bits: Annotated[tuple[int, ...], Choices(*WEIGHT_BITS), Each(unique=True)] = (8, 4)
     """Weight bit widths of in_proj and out_proj to run besides full-precision weights (8: W8A8, 4: W4A8; per
     output channel, symmetric; their input activations are INT8 per tensor)."""
@@ -119,22 +120,23 @@ class Config(RuntimeConfig, BaseConfig):
         """A Mamba-2 block holds about 6 d_model^2 + 4 d_model ngroups d_state weights (in_proj, out_proj) and its SSD
         costs per token about 4 chunk_size x inner width plus 8 x inner width x d_state. Work: the language
         model trained n_seeds times on train_steps x batch_size x seq_len characters (6 operations per weight, 3 x
-        the SSD), then 7 SSD variants x (1 + len(weight_bits)) weight widths through n_eval sequences (own
-        activations) and 3 x n_eval_grid (the float reference of the SSD errors, the injected outliers), the
-        calibration and the layer-by-layer correction fits on n_calib, the headline's 5 variants through n_eval
-        with the injected outliers for every seed and on the own activations for each further seed (calibrated
-        twice), and the timed ops on one batch of 16. Memory: the corpus (int64 tokens), a batch's
-        activations and chunk scores, the model with AdamW's moments."""
+        the SSD), then 7 SSD variants x (1 + len(weight_bits)) weight widths through n_eval_grid sequences twice
+        (injected outliers, own activations; one float reference pass each), SSDi8 with the whole correction on
+        them, the 12 pairs read on the other n_eval sequences (5 candidates with the outliers, 7 on the own
+        activations), 4 parts per tensor on n_eval, the calibration, its float reference and the layer-by-layer
+        correction fits on n_calib (twice per seed, one weight setting for the further seeds), the headline's 5
+        candidates through n_eval twice for each further seed, and the timed ops on one batch of 16. Memory: the
+        corpus (int64 tokens), a batch's activations and chunk scores, the model with AdamW's moments."""
         d, inner, L = self.d_model, self.d_inner, self.seq_len
         block = 6.0 * d * d + 4.0 * d * self.ngroups * self.d_state
         weights = self.n_layers * block + 2 * 256 * d
         ssd = self.n_layers * (4.0 * self.chunk_size * inner + 8.0 * inner * self.d_state)
         tokens = self.train_steps * self.batch_size * L
         work = self.n_seeds * (train_ops(weights, tokens, self.train_steps) + 3 * ssd * tokens)
-        widths = 1 + len(self.weight_bits)
-        seqs = 7 * widths * (self.n_eval + 3 * self.n_eval_grid) + 2 * self.n_calib * widths * (self.n_layers + 2)
-        seqs += self.n_seeds * 5 * self.n_eval  # the headline's candidates with the injected outliers, every seed
-        seqs += (self.n_seeds - 1) * (5 * self.n_eval + 2 * self.n_calib * widths * (self.n_layers + 2))
+        widths, grid, n = 1 + len(self.weight_bits), self.n_eval_grid, self.n_eval
+        seqs = (2 * 7 * widths + 2 + widths) * grid + 12 * (n - grid) + 4 * n
+        seqs += 2 * self.n_calib * (2 + widths * self.n_layers)  # calibration, its reference, the corrections
+        seqs += (self.n_seeds - 1) * (10 * n + 2 * self.n_calib * (2 + self.n_layers))  # the further seeds
         work += seqs * L * (2.0 * weights + ssd) + self.timing_repeats * 50 * 16 * L * (2.0 * weights + ssd)
         heads = inner // self.headdim
         activations = self.batch_size * L * self.n_layers * (16.0 * inner + heads * self.chunk_size + 256)

@@ -2,7 +2,8 @@
 corrections, then measure every SSD variant under every weight setting (loss, perplexity, SSD output error), the
 INT8 path against its fake-quant twin, and the CPU time and memory of the INT8 path against float32. The same
 variants again on the model's own activations (no injected outliers, calibrated and corrected anew), and the loss of
-character count models, the bar the trained float model must beat."""
+character count models, the bar the trained float model must beat. The accuracy measurements and their layout over
+the cores: :mod:`.measure`."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import xarray as xr
-from tqdm.auto import tqdm
 
 import kernels
 from lab.core.runtime import threads
 from lab.methods.ssdi8 import lm as LM
+from lab.methods.ssdi8 import measure as ME
 from lab.methods.ssdi8 import model as M
 from lab.methods.ssdi8.config import Config
-from lab.methods.ssdi8.train import count_model_losses, grid_index, load_corpus, train_all, trained_model
+from lab.methods.ssdi8.train import count_model_losses, grid_index, load_corpus, trained_model
 from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
@@ -41,13 +42,17 @@ SCHEMA = Schema(
         f"SSD output error against the float model on the same tokens (the n_eval_grid sequences), {_ERROR}"),
     Var("loss_own", ("variant", "weights"), "evaluation next-character cross-entropy on the model's own activations "
                                              "(no injected outliers; calibrated and corrected anew; all n_eval "
-                                             "sequences)", "nats/char"),
+                                             "sequences) of the pairs the claims and the notebook read (the "
+                                             "headline's candidates at its weights, measure.FULL_OWN); NaN for the "
+                                             "others (their losses per grid sequence in seq_loss_own)",
+        "nats/char"),
     Var("ssd_error_own", ("variant", "weights", "layer"),
         f"SSD output error against the float model, on the model's own activations (no injected outliers; the "
         f"n_eval_grid sequences), {_ERROR}"),
     Var("seq_loss_own", ("variant", "weights", "eval_seq"), "next-character cross-entropy of each evaluation "
         "sequence on the model's own activations (the paired evaluation noise between variants; the n_eval_grid "
-        "sequences first)", "nats/char"),
+        "sequences first, measured for every pair; the others for the pairs of loss_own, NaN for the rest)",
+        "nats/char"),
     Var("seq_loss_part", ("part", "eval_seq"), "next-character cross-entropy of each evaluation sequence, SSDi8 at "
         "W8A8 on the model's own activations with one part's scales per tensor (the others axis-aware)",
         "nats/char"),
@@ -85,10 +90,6 @@ SCHEMA = Schema(
 )
 
 
-def _weights(cfg: Config) -> list[str]:
-    return [w for w in LM.WEIGHTS if w == "fp32" or int(w[1]) in cfg.weight_bits]
-
-
 def _best(fn, repeats: int) -> float:
     """Smallest wall time of ``repeats`` calls, after one untimed call."""
     fn()
@@ -119,7 +120,7 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
     u = block.norm(model.embedding(tokens))
     lin = lq.linears.get("w8a8") or next(iter(lq.linears.values()))
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
-    weights = "w8a8" if "w8a8" in lq.linears else _weights(cfg)[-1]
+    weights = ME.head_weights(cfg)
     calls = {
         ("ssd", "fp32"): lambda: kernels.ssd(*args[:5], cfg.chunk_size, D=args[5]),
         ("ssd", "int8"): lambda: M.ssd_int8(*args, lq.scales, backend="int", **kw),
@@ -141,102 +142,6 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
     w_q = {w: sum(q.linears[w][0].nbytes + q.linears[w][1].nbytes for q in quant) for w in lq.linears}
     return {"times": times, "ssd_bytes": (fp32_bytes, int8_bytes), "weight_bytes": (w_fp32, w_q),
             "load": (load_before, _loadavg()), "tokens": tuple(tokens.shape)}
-
-
-def _backend(cfg: Config) -> str:
-    """The INT8 products' backend of the accuracy evaluations: ``fake`` (float32 products of the int8 codes, batched)
-    where every int32 sum is below 2^24, so float32 holds it exactly and the logits equal the ``int`` path's
-    (``torch._int_mm``, one call per head and chunk: about 2M calls per quick run) bit for bit; ``int`` otherwise.
-    The INT8 path itself is checked against this twin (``twin_difference``) and timed (``cpu_time``)."""
-    depth = max(cfg.d_inner, cfg.chunk_size, cfg.d_state)  # the longest int8 dot product (out_proj: d_inner)
-    return "fake" if depth * 127 ** 2 < 2 ** 24 else "int"
-
-
-def _quantise(cfg: Config, model, corpus, outliers: bool) -> tuple[list, dict]:
-    """The layers' quantisation (calibrated, corrections fitted) and the unscaled corrections c*: with the injected
-    outlier channels, or on the model's own activations (``outliers=False``)."""
-    return LM.quantise(model, corpus.calib[:, :-1], outlier_channels=cfg.outlier_channels if outliers else 0,
-                       outlier_scale=cfg.outlier_scale if outliers else 1.0, weight_bits=cfg.weight_bits,
-                       coef=cfg.correction_scale, seed=cfg.seed, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                       backend=_backend(cfg))
-
-
-def _evaluate_all(cfg: Config, model, grid: torch.Tensor, rest: torch.Tensor | None, quant, weights: list[str],
-                  bar) -> tuple[np.ndarray, ...]:
-    """Loss ``(variant, weights)``, SSD output error ``(variant, weights, layer)`` and loss per evaluation sequence
-    ``(variant, weights, eval_seq)`` of every variant: the error on the sequences ``grid`` (beside the float
-    model), the losses on ``grid`` followed by ``rest`` (no float reference pass; None: none)."""
-    kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits, backend=_backend(cfg))
-    V, W, n = len(M.VARIANTS), len(weights), len(grid) + (0 if rest is None else len(rest))
-    loss, err, per_seq = np.zeros((V, W)), np.zeros((V, W, len(quant))), np.zeros((V, W, n))
-    for i, variant in enumerate(M.VARIANTS):
-        for j, w in enumerate(weights):
-            seqs: list = []
-            _, e = LM.evaluate(model, grid, quant, variant, w, per_sequence=seqs, **kw)
-            if rest is not None and len(rest):
-                LM.evaluate(model, rest, quant, variant, w, per_sequence=seqs, compare=False, **kw)
-            err[i, j], per_seq[i, j] = e.numpy(), seqs
-            loss[i, j] = float(np.mean(seqs))  # every sequence has seq_len positions
-            bar.update(1)
-    return loss, err, per_seq
-
-
-def _evaluate_parts(cfg: Config, model, tokens: torch.Tensor, own, bar) -> np.ndarray:
-    """``(part, eval_seq)`` loss per sequence of SSDi8 at W8A8 (or the lowest weights run) with each part of
-    :data:`model.PER_TENSOR_PARTS` per tensor, on ``tokens`` (no float reference pass)."""
-    w = "w8a8" if "w8a8" in own[0].linears else next(iter(own[0].linears))
-    out = []
-    for keys in M.PER_TENSOR_PARTS.values():
-        quant = [replace(lq, scales=lq.scales.per_tensor(keys)) for lq in own]
-        seqs: list = []
-        LM.evaluate(model, tokens, quant, "ssdi8", w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                    backend=_backend(cfg), per_sequence=seqs, compare=False)
-        out.append(seqs)
-        bar.update(1)
-    return np.array(out)
-
-
-#: the variants the headline compares on every seed (fp32: the W8A8 projections alone)
-CANDIDATES = ("fp32", "input_only", "input_group", "per_tensor", "ssdi8")
-
-
-def _candidates(cfg: Config, model, tokens: torch.Tensor, quant, w: str) -> np.ndarray:
-    """``(candidate, eval_seq)``: loss per sequence of :data:`CANDIDATES` at weights ``w`` under ``quant``."""
-    rows = []
-    for v in CANDIDATES:
-        seqs: list = []
-        LM.evaluate(model, tokens, quant, v, w, chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits,
-                    backend=_backend(cfg), per_sequence=seqs, compare=False)
-        rows.append(seqs)
-    return np.array(rows)
-
-
-def _headline_seeds(cfg: Config, corpus, tokens: torch.Tensor, first: np.ndarray, first_outliers: np.ndarray,
-                    weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
-    """``(seed, candidate, eval_seq)`` twice: on the models' own activations (the first seed's losses ``first``) and
-    with the injected outlier channels (the first seed's ``first_outliers``), then those of the models trained from
-    seeds ``cfg.seed + 1 ...``, each calibrated and corrected anew in either setting."""
-    own_out, inj_out = [first], [first_outliers]
-    w = "w8a8" if "w8a8" in weights else weights[-1]
-    for k in range(1, cfg.n_seeds):
-        other = replace(cfg, seed=cfg.seed + k)
-        model = trained_model(other, corpus, progress=False).model
-        own_out.append(_candidates(cfg, model, tokens, _quantise(other, model, corpus, outliers=False)[0], w))
-        inj_out.append(_candidates(cfg, model, tokens, _quantise(other, model, corpus, outliers=True)[0], w))
-        bar.update(1)
-    return np.stack(own_out), np.stack(inj_out)
-
-
-def _evaluate_full(cfg: Config, model, grid, full, weights: list[str], bar) -> tuple[np.ndarray, np.ndarray]:
-    """Loss ``(weights,)`` and SSD output error ``(weights, layer)`` of SSDi8 with the corrections ``full`` on the
-    sequences ``grid``."""
-    loss, err = np.zeros(len(weights)), np.zeros((len(weights), len(full)))
-    for j, w in enumerate(weights):
-        loss[j], e = LM.evaluate(model, grid, full, "ssdi8", w, chunk_size=cfg.chunk_size,
-                                 decay_bits=cfg.decay_bits, backend=_backend(cfg))
-        err[j] = e.numpy()
-        bar.update(1)
-    return loss, err
 
 
 @torch.no_grad()
@@ -268,55 +173,46 @@ def _attrs(cfg: Config, trained, corpus, costs: dict, weights: list[str], twin_w
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
-    """Train or load the model, quantise it, measure every variant.
+    """Train or load the models, quantise them, measure every variant (the seeds' trainings and measurements on
+    every core where that pays: :func:`measure.measure_all`), then time the INT8 path here, alone.
 
     Returns:
         Dataset with dims variant, weights, layer, channel, chunk, op, impl, path, step (see :data:`SCHEMA`).
     """
-    weights = _weights(cfg)
-    train_all(cfg, progress=progress)  # every seed's missing weights side by side, before any timing
+    weights = ME.weights_run(cfg)
+    measured = ME.measure_all(cfg, progress=progress)
     with threads(cfg.threads):
         corpus = load_corpus(cfg)
         trained = trained_model(cfg, corpus, progress=progress)
         model = trained.model
+        if measured is None:  # here, one seed after the other
+            measured = {cfg.seed: ME.measure_first(cfg, model, corpus, progress=progress)}
+            for k in range(1, cfg.n_seeds):
+                measured[cfg.seed + k] = ME.measure_seed(replace(cfg, seed=cfg.seed + k), corpus)
         curve = np.asarray(trained.curves.get("loss", np.zeros(0)), float)
-        quant, c_star = _quantise(cfg, model, corpus, outliers=True)
+        quant, c_star = ME.quantise(cfg, model, corpus, outliers=True)  # the first measurement's, again
         sample = corpus.eval[: LM.BATCH, :-1]
         res = SCHEMA.new(variant=list(M.VARIANTS), weights=weights, layer=np.arange(len(quant)),
                          channel=np.arange(cfg.d_inner), eval_seq=np.arange(len(corpus.eval)),
                          chunk=np.arange(quant[0].amax["x"].shape[0]), op=list(OPS), impl=list(IMPLS),
-                         part=list(M.PER_TENSOR_PARTS), candidate=list(CANDIDATES),
+                         part=list(M.PER_TENSOR_PARTS), candidate=list(ME.CANDIDATES),
                          seed=[cfg.seed + k for k in range(cfg.n_seeds)],
                          path=["fp32", "int8"], step=np.arange(len(curve)),
                          context={"batch": sample.shape[0], "length": sample.shape[1], "threads": cfg.threads,
                                   "repeats": cfg.timing_repeats})
-        V, W = len(M.VARIANTS), len(weights)
-        bar = tqdm(total=2 * V * W + W + 3 + len(M.PER_TENSOR_PARTS) + cfg.n_seeds - 1,
-                   desc="quantised evaluations", disable=not progress, leave=False)
+        first = measured[cfg.seed]
+        for var in ("loss", "ssd_error", "loss_own", "ssd_error_own", "seq_loss_own", "seq_loss_part",
+                    "loss_full_correction", "ssd_error_full_correction"):
+            res[var] = first[var]
+        others = [measured[cfg.seed + k] for k in range(1, cfg.n_seeds)]
+        res["seq_loss_seeds"] = np.stack([first["first"], *(own for own, _ in others)])
+        res["seq_loss_seeds_outliers"] = np.stack([first["first_outliers"], *(inj for _, inj in others)])
         on_grid, off_grid = grid_index(len(corpus.eval), cfg.n_eval_grid)
-        grid, rest = corpus.eval[on_grid], corpus.eval[off_grid]
-        res["loss"], res["ssd_error"], _ = _evaluate_all(cfg, model, grid, None, quant, weights, bar)
-        own, _ = _quantise(cfg, model, corpus, outliers=False)
-        res["loss_own"], res["ssd_error_own"], res["seq_loss_own"] = _evaluate_all(cfg, model, grid, rest, own,
-                                                                                   weights, bar)
-        res["seq_loss_part"] = _evaluate_parts(cfg, model, torch.cat([grid, rest]), own, bar)
-        w_head = "w8a8" if "w8a8" in weights else weights[-1]
-        first = res["seq_loss_own"][...][[M.VARIANTS.index(v) for v in CANDIDATES], weights.index(w_head)]
-        first_outliers = _candidates(cfg, model, torch.cat([grid, rest]), quant, w_head)
-        bar.update(1)
-        res["seq_loss_seeds"], res["seq_loss_seeds_outliers"] = _headline_seeds(
-            cfg, corpus, torch.cat([grid, rest]), first, first_outliers, weights, bar)
         res["eval_file"] = corpus.eval_file[np.concatenate([on_grid, off_grid])]  # the order of seq_loss_own
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
-        # coefficient 1: the whole calibration mean error
-        res["loss_full_correction"], res["ssd_error_full_correction"] = _evaluate_full(
-            cfg, model, grid, LM.with_corrections(quant, c_star), weights, bar)
-        twin_w = "w8a8" if "w8a8" in weights else weights[-1]
+        twin_w = ME.head_weights(cfg)
         res["twin_difference"] = _twin_difference(cfg, model, quant, sample, twin_w)
-        bar.update(1)
         costs = _cpu_costs(cfg, model, quant, sample)
-        bar.update(1)
-        bar.close()
     res["perplexity"] = np.exp(res["loss"][...])
     res["correction"] = np.stack([[_flat(c) for c in c_star[w]] for w in weights])
     res["outlier"] = np.stack([_flat(q.outlier) for q in quant])

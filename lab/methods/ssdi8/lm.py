@@ -23,7 +23,7 @@ from lab.methods.ssdi8.model import SSDScales, observe, outlier_vector, ssd_vari
 from lab.methods.ssdi8.quant import QLinear, amax
 
 __all__ = ["WEIGHTS", "LayerQuant", "Recorder", "calibrate", "evaluate", "fit_corrections", "forward", "quantise",
-           "with_corrections"]
+           "reference_outputs", "with_corrections"]
 
 #: in_proj / out_proj: float, or 8-bit / 4-bit weights per output channel with INT8 inputs per tensor
 WEIGHTS = ("fp32", "w8a8", "w4a8")
@@ -127,19 +127,25 @@ def _layer(block, lq: LayerQuant, h: torch.Tensor, variant: str, weights: str, c
 @torch.no_grad()
 def forward(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], variant: str = "fp32",
             weights: str = "fp32", *, chunk_size: int, decay_bits: int = 7, backend: str = "int",
-            recorder: Recorder | None = None, upto: int | None = None) -> torch.Tensor | None:
+            recorder: Recorder | None = None, upto: int | None = None,
+            reference: list[torch.Tensor] | None = None) -> torch.Tensor | None:
     """Logits ``(b, L, vocab)`` of ``model`` on ``tokens`` ``(b, L)`` with every Mamba-2 layer's SSD under ``variant``
     and its projections under ``weights``; the same function as ``model(tokens)`` for ``fp32``/``fp32``.
 
-    ``upto``: stop after that layer and return None (fitting the corrections layer by layer).
+    ``upto``: stop after that layer and return None (fitting the corrections layer by layer). ``reference``: the
+    float model's SSD outputs on these tokens (:func:`reference_outputs`), compared with a ``compare`` recorder in
+    place of running the float model beside (the same values: the float model is the same computation each time).
     """
     h = model.embedding(tokens)
-    h_ref = h if recorder is not None and recorder.compare else None
+    compare = recorder is not None and recorder.compare
+    h_ref = h if compare and reference is None else None
     for k, (block, lq) in enumerate(zip(model.stack.blocks, quant)):
         h, y = _layer(block, lq, h, variant, weights, chunk_size, decay_bits, backend, recorder, k)
         if h_ref is not None:
             h_ref, y_ref = _layer(block, lq, h_ref, "fp32", "fp32", chunk_size, decay_bits, backend, None, k)
             recorder.add(k, y_ref, y)
+        elif compare:
+            recorder.add(k, reference[k], y)
         if upto is not None and k == upto:
             return None
     return model.head(model.stack.norm(h))
@@ -148,6 +154,18 @@ def forward(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], vari
 def _batches(tokens: torch.Tensor, size: int = BATCH):
     for i in range(0, len(tokens), size):
         yield tokens[i: i + size]
+
+
+@torch.no_grad()
+def reference_outputs(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], *, chunk_size: int,
+                      decay_bits: int = 7, backend: str = "int") -> list[torch.Tensor]:
+    """The float model's SSD output ``(b, L, heads, headdim)`` per layer on ``tokens`` ``(b, L)`` (the outliers of
+    ``quant`` injected and removed, as in the float pass beside a ``compare`` recorder, value for value)."""
+    h, out = model.embedding(tokens), []
+    for k, (block, lq) in enumerate(zip(model.stack.blocks, quant)):
+        h, y = _layer(block, lq, h, "fp32", "fp32", chunk_size, decay_bits, backend, None, k)
+        out.append(y)
+    return out
 
 
 @torch.no_grad()
@@ -172,18 +190,20 @@ def calibrate(model: CausalLM, calib: torch.Tensor, outliers: list[torch.Tensor]
 
 @torch.no_grad()
 def fit_corrections(model: CausalLM, calib: torch.Tensor, quant: list[LayerQuant], weights: str, coef: float, *,
-                    chunk_size: int, decay_bits: int = 7, backend: str = "int") -> list[torch.Tensor]:
+                    chunk_size: int, decay_bits: int = 7, backend: str = "int",
+                    reference: list | None = None) -> list[torch.Tensor]:
     """SSDi8's error correction, layer by layer: with the earlier layers quantised and corrected, layer ``k``'s
     ``c*_p = mean over calibration positions of (Y - Y')_p`` (the float model's SSD output minus the quantised
     model's, same tokens), stored as ``coef · c*`` in ``quant[k].correction[weights]``. Returns the unscaled ``c*``
-    per layer, ``(heads, headdim)`` each."""
+    per layer, ``(heads, headdim)`` each. ``reference``: per batch of ``calib``, the float model's SSD outputs
+    (:func:`reference_outputs`; None: the float model runs beside each pass)."""
     out = []
     for k, lq in enumerate(quant):
         lq.correction[weights] = torch.zeros_like(lq.outlier)
         rec = Recorder(len(quant), compare=True)
-        for tokens in _batches(calib):
+        for b, tokens in enumerate(_batches(calib)):
             forward(model, tokens, quant, "ssdi8", weights, chunk_size=chunk_size, decay_bits=decay_bits,
-                    backend=backend, recorder=rec, upto=k)
+                    backend=backend, recorder=rec, upto=k, reference=None if reference is None else reference[b])
         c_star = (rec.diff[k] / rec.count).float()
         lq.correction[weights] = coef * c_star
         out.append(c_star)
@@ -197,9 +217,11 @@ def with_corrections(quant: list[LayerQuant], corrections: dict[str, list[torch.
 
 def quantise(model: CausalLM, calib: torch.Tensor, *, outlier_channels: int, outlier_scale: float,
              weight_bits=(8, 4), coef: float = 0.15, chunk_size: int, decay_bits: int = 7, seed: int = 0,
-             backend: str = "int") -> tuple[list[LayerQuant], dict[str, list[torch.Tensor]]]:
+             backend: str = "int", fit: tuple[str, ...] | None = None
+             ) -> tuple[list[LayerQuant], dict[str, list[torch.Tensor]]]:
     """Everything SSDi8 does before deployment: inject the outlier channels (layer ``k``'s drawn from
-    ``seed * 1000 + k``), calibrate on ``calib`` ``(n, L)``, and fit the corrections for every weight setting.
+    ``seed * 1000 + k``), calibrate on ``calib`` ``(n, L)``, and fit the corrections for every weight setting (only
+    those named in ``fit`` when given: each setting's corrections are fitted apart, so the others do not change).
 
     Returns:
         the per-layer :class:`LayerQuant` and, per weight setting, the unscaled ``c*`` of each layer.
@@ -210,25 +232,34 @@ def quantise(model: CausalLM, calib: torch.Tensor, *, outlier_channels: int, out
         v = outlier_vector(mix.d_inner, outlier_channels, outlier_scale, seed * 1000 + k)
         outliers.append(v.reshape(mix.nheads, mix.headdim))
     quant = calibrate(model, calib, outliers, weight_bits, chunk_size=chunk_size, seed=seed)
-    c_star = {w: fit_corrections(model, calib, quant, w, coef, chunk_size=chunk_size, decay_bits=decay_bits,
-                                 backend=backend)
-              for w in ("fp32", *(f"w{b}a8" for b in weight_bits))}
+    kw = dict(chunk_size=chunk_size, decay_bits=decay_bits, backend=backend)
+    reference = [reference_outputs(model, tokens, quant, **kw) for tokens in _batches(calib)]  # once for all fits
+    c_star = {w: fit_corrections(model, calib, quant, w, coef, reference=reference, **kw)
+              for w in ("fp32", *(f"w{b}a8" for b in weight_bits)) if fit is None or w in fit}
     return quant, c_star
 
 
 @torch.no_grad()
 def evaluate(model: CausalLM, tokens: torch.Tensor, quant: list[LayerQuant], variant: str, weights: str, *,
              chunk_size: int, decay_bits: int = 7, backend: str = "int", per_sequence: list | None = None,
-             compare: bool = True) -> tuple[float, torch.Tensor | None]:
+             compare: bool = True, reference: list | None = None) -> tuple[float, torch.Tensor | None]:
     """Next-character loss (nats, mean over positions) on ``tokens`` ``(n, L + 1)`` and the relative SSD output
     error per layer ``(n_layers,)`` against the float model (None without ``compare``, which skips the float
     model's reference pass); ``per_sequence``, if a list, is extended by each sequence's mean loss (the paired
-    evaluation noise between variants)."""
+    evaluation noise between variants). ``reference``: a list that holds, per batch, the float model's SSD outputs
+    on these tokens (:func:`reference_outputs`) when it is not empty, and is filled when it is, so that
+    evaluations of the same tokens (and outliers) compute the float reference once."""
     rec = Recorder(len(quant), compare=True) if compare else None
+    kw = dict(chunk_size=chunk_size, decay_bits=decay_bits, backend=backend)
+    fill = compare and reference is not None and not reference
     total, count = 0.0, 0
-    for seq in _batches(tokens):
-        logits = forward(model, seq[:, :-1], quant, variant, weights, chunk_size=chunk_size, decay_bits=decay_bits,
-                         backend=backend, recorder=rec)
+    for b, seq in enumerate(_batches(tokens)):
+        ref = None
+        if compare and reference is not None:
+            if fill:
+                reference.append(reference_outputs(model, seq[:, :-1], quant, **kw))
+            ref = reference[b]
+        logits = forward(model, seq[:, :-1], quant, variant, weights, recorder=rec, reference=ref, **kw)
         ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1), reduction="none")
         total += float(ce.sum())
         count += seq[:, 1:].numel()

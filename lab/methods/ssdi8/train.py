@@ -28,7 +28,8 @@ from lab.core.train import fit, seed_everything
 from lab.methods.ssdi8.config import Config
 
 __all__ = ["CORPUS_VERSION", "VOCAB", "WEIGHTS_VERSION", "Corpus", "build_model", "corpus_files", "encode",
-           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "train_all", "trained_model", "window_files"]
+           "count_model_losses", "grid_index", "load_corpus", "lm_loss", "train_all", "trained_model", "weights_key",
+           "window_files"]
 
 #: bump when the corpus or the training changes for an unchanged config (invalidates the caches)
 CORPUS_VERSION = 1
@@ -208,11 +209,12 @@ def trained_model(cfg: Config, corpus: Corpus | None = None, *, progress: bool =
 
     with threads(cfg.threads):
         seed_everything(cfg.seed)
-        return cached_model("ssdi8", "mamba2-lm", _weights_key(cfg), lambda: build_model(cfg), train,
+        return cached_model("ssdi8", "mamba2-lm", weights_key(cfg), lambda: build_model(cfg), train,
                             use_cache=cfg.use_cache)
 
 
-def _weights_key(cfg: Config) -> dict:
+def weights_key(cfg: Config) -> dict:
+    """The weight cache's key of ``cfg``'s language model (the training fields and the format versions)."""
     return cfg.training_key(version=WEIGHTS_VERSION, corpus=CORPUS_VERSION, python=platform.python_version())
 
 
@@ -237,7 +239,7 @@ def train_all(cfg: Config, progress: bool = True) -> list:
         return []
     seeds = [replace(cfg, seed=cfg.seed + k) for k in range(cfg.n_seeds)]
     jobs = [Job(f"Mamba-2 LM seed {c.seed}", _train_job, (c,), cost=c.train_steps,
-                cached=state_path("ssdi8", "mamba2-lm", _weights_key(c)).exists()) for c in seeds]
+                cached=state_path("ssdi8", "mamba2-lm", weights_key(c)).exists()) for c in seeds]
     small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_STEPS
     return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
                     desc="ssdi8 trainings")

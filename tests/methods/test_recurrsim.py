@@ -331,7 +331,11 @@ def test_run_ci_gives_the_documented_dataset(ci_result, tmp_path):
     assert kb == round(cfg.mean_depth)
     np.testing.assert_allclose(ds.nrmse.sel(model="kblind").values[..., 0], ds.nrmse.sel(model="recurrsim", K=kb))
     np.testing.assert_array_equal(ds.layers_per_step.sel(model="recurrsim").values[0], np.array(cfg.K_eval) + 2)
-    assert float(ds.layers_per_step.sel(model="fno_2x").isel(K=0).squeeze()) == 6
+    assert (ds.layers_per_step.sel(model="fno_2x").isel(K=0) == 6).all()
+    # ci runs both kinds of equation: Burgers (1-D) and the 2-D Navier-Stokes fluid, with its vorticity examples
+    assert list(ds.equation.values) == list(cfg.equations) == ["burgers", "navier_stokes"]
+    assert ds.example_vorticity_pred.dims == ("K", "frame", "y2", "x2")
+    assert np.isfinite(ds.example_vorticity_pred).all() and np.isfinite(ds.example_vorticity_truth).all()
     assert np.isnan(ds.train_loss.sel(model="kblind")).all() and np.isfinite(ds.train_loss.sel(model="fno")).all()
     # RecurrSim's training seeds: the first is the model of nrmse; the others differ
     assert list(ds.seed.values) == [cfg.seed + i for i in range(cfg.seeds)] and cfg.seeds >= 2

@@ -13,7 +13,7 @@ import numpy as np
 import panel as pn
 import param
 
-from dashboards.panels import MethodPanel, field_param, preparation, view
+from dashboards.panels import MethodPanel, field_param, preparation, profile_from_env, view
 from lab.config import field_specs
 from lab.methods.recurrsim import Config, live, plots
 
@@ -28,6 +28,12 @@ EQUATION_LABELS = {"burgers": "Burgers", "kdv": "KdV", "ks": "Kuramoto-Sivashins
 MODEL_LABELS = {plots.MODEL_STYLE[m]["label"]: m for m in live.MODELS}
 
 
+def _placeholder(title: str) -> hv.Image:
+    """An empty vorticity field titled with why no frame is shown (the frame view's waiting or error state)."""
+    return hv.Image(np.zeros((2, 2)), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["vorticity"]).opts(
+        title=title, width=300, height=300, cmap="RdBu_r", colorbar=False, xaxis=None, yaxis=None)
+
+
 class Dashboard(MethodPanel):
     """Pick an equation, an initial condition and a model; slide K; play the rollout against the solver."""
 
@@ -37,11 +43,12 @@ class Dashboard(MethodPanel):
              "u' = u + D(z_K). Trained with a random K per batch (Poisson-log-normal), so the same weights run at "
              "any K: more iterations, more cost, a more accurate step.")
     controls = ("equation", "model", "ic", "K", "rollout_steps", "profile")
-    widget_options = {"K": {"type": pn.widgets.IntSlider, "css_classes": ["recurrsim-k"]},
+    widget_options = {"equation": {"css_classes": ["recurrsim-equation"]},
+                      "K": {"type": pn.widgets.IntSlider, "css_classes": ["recurrsim-k"]},
                       "ic": {"type": pn.widgets.IntSlider, "name": "Initial condition"},
                       "profile": pn.widgets.RadioButtonGroup}
 
-    equation = param.Selector(default=_QUICK.equations[0],
+    equation = param.Selector(default="navier_stokes" if "navier_stokes" in _QUICK.equations else _QUICK.equations[0],
                               objects={EQUATION_LABELS.get(e, e): e for e in _SPECS["equations"].choices},
                               doc=_SPECS["equations"].doc)
     model = param.Selector(default="recurrsim", objects=MODEL_LABELS,
@@ -53,6 +60,10 @@ class Dashboard(MethodPanel):
     frame = param.Integer(default=0, bounds=(0, _QUICK.rollout_steps), doc="Rollout frame shown by the animation.")
 
     def __init__(self, **params):
+        if "equation" not in params:  # open on the fluid when the profile (and so the report's cache) has it
+            profile = params.get("profile") or profile_from_env()
+            eqs = Config.from_profile(profile).equations
+            params["equation"] = "navier_stokes" if "navier_stokes" in eqs else eqs[0]
         super().__init__(**params)
         self._player = pn.widgets.Player.from_param(self.param.frame, interval=150, loop_policy="loop",
                                                     show_loop_controls=False, width=380, name="Rollout frame",
@@ -105,9 +116,22 @@ class Dashboard(MethodPanel):
         return pn.pane.Markdown(
             f"**K = {self.K}**{ignores}: rollout nRMSE **{sim.attrs['nrmse']:.4g}** over {self.rollout_steps} "
             f"frames, correlation horizon {tau:.1f} frames, rollout took {sim.attrs['seconds']:.2f} s. "
-            f"Best over K in {list(cfg.K_eval)}: {float(sweep.nrmse.min()):.4g}.",
+            f"Best over K in {list(cfg.K_eval)}: {float(sweep.nrmse.min()):.4g}.{self._outside_run()}",
             sizing_mode="stretch_width",
         )
+
+    def _outside_run(self) -> str:
+        """A note when the equation is not in the profile's run: its model was trained here, at sizes not chosen
+        for it, and which profile's run covers it."""
+        if self.equation in self.config.equations:
+            return ""
+        where = [p for p in ("quick", "full") if self.equation in Config.from_profile(p).equations]
+        full = Config.from_profile("full")
+        grid = f"grid {full.grid_2d}^2" if live.dims_of(self.equation) == 2 else f"grid {full.grid_1d}"
+        return (f"\n\n*{EQUATION_LABELS.get(self.equation, self.equation)} is not in the {self.profile} profile's "
+                f"run: this model was trained here on first use at the profile's sizes, not chosen for it. The "
+                f"{' and '.join(where) or 'no'} profile's run covers it"
+                + (f" ({grid}, {full.iterations} training steps)." if where == ["full"] else ".") + "*")
 
     @view("equation", "model", "profile", "ic", "K", "rollout_steps", needs="trained")
     def side_by_side(self):
@@ -127,8 +151,11 @@ class Dashboard(MethodPanel):
         @param.depends(self.param.frame, self.param.K, self.param.ic, self.param.rollout_steps, self.param.trained)
         def field(frame, **_):  # called with every dependency by name (K, ic, rollout_steps, trained)
             if not self.ready:
-                return hv.Image(np.zeros((2, 2)), bounds=(0, 0, 1, 1), kdims=["x", "y"], vdims=["vorticity"])
-            return plots.rollout_frame(self._sim(), frame)[0 if which == "truth" else 1]
+                return _placeholder(f"{which}: waiting for the model")
+            try:
+                return plots.rollout_frame(self._sim(), frame)[0 if which == "truth" else 1]
+            except Exception as exc:  # shown in place of the frame (a 1-D model asked for a field, a failed rollout)
+                return _placeholder(f"{which}: no frame ({type(exc).__name__}: {exc})"[:120])
 
         return hv.DynamicMap(field)
 

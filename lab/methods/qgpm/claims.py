@@ -123,7 +123,8 @@ def _memory_ratio(ds: xr.Dataset) -> Measurement:
     kib = [float(x.mean()) / 1024 for x in (gpm, q8, low)]
     return over_seeds(gpm / q8, "mean", f"packed buffers after the last task: GPM FP32 {kib[0]:.1f} KiB, 8-bit QGPM "
                                         f"{kib[1]:.1f} KiB, {b}-bit QGPM {kib[2]:.1f} KiB "
-                                        f"({float(np.mean(gpm / low)):.2f}x; paper 6.44x at 4 bits)")
+                                        f"({float(np.mean(gpm / low)):.2f}x; paper 6.44x at 4 bits); FP32 outliers "
+                                        f"per tail and vector by layer: {ds.attrs.get('outliers_per_tail', '?')}")
 
 
 def gpm_variants(ds: xr.Dataset) -> list[str]:

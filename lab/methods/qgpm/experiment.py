@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from lab.core import continual as C
 from lab.core.runtime import threads
 from lab.methods.qgpm.config import Config
+from lab.methods.qgpm.model import outliers_per_tail
 from lab.methods.qgpm.train import load_stream, memory_budget, random_baseline, run_variant, variants
 from lab.results import Coord, Schema, Var
 
@@ -97,6 +98,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     ds = res.build(attrs={
         "stream": stream.name, "n_tasks": T, "d_input": stream.d_input, "hidden": list(cfg.hidden),
         "layer_dims": [stream.d_input, *cfg.hidden], "thresholds": list(cfg.thresholds),
+        "outliers_per_tail": [outliers_per_tail(d, cfg.outlier_share) for d in (stream.d_input, *cfg.hidden)],
         "claim_bits": cfg.claim_bits, "bit_widths": list(cfg.bits), "n_test": len(stream[0].y_test),
         "sketch_rows": cfg.sketch_rows, "n_repr": cfg.n_repr, "qea_alpha": cfg.qea_alpha,
         "outlier_share": cfg.outlier_share, "run_seconds": time.perf_counter() - start})

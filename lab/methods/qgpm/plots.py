@@ -44,43 +44,60 @@ def accuracy_matrices(ds: xr.Dataset, variants=("finetune", "gpm", None, None)) 
     return hv.Layout([run_accuracy_matrix(ds, v) for v in names]).cols(2)
 
 
-def memory_vs_accuracy(table: xr.Dataset) -> hv.Overlay:
-    """ACC against the bases' memory after the last task, one point per variant (fine-tuning at zero memory).
+#: the y axis of :func:`memory_vs_accuracy`: variable -> (axis label, title)
+MEASURES = {"acc": ("ACC (%)", "average accuracy against basis memory"),
+            "bwt": ("BWT (pt)", "backward transfer against basis memory")}
+
+
+def memory_vs_accuracy(table: xr.Dataset, y: str = "acc", legend: bool = True, width: int = 640) -> hv.Overlay:
+    """ACC (or BWT, ``y="bwt"``) against the bases' memory after the last task, one point per variant (fine-tuning
+    at zero memory).
 
     Arguments:
-        table: dims ``variant``; ``memory_kib``, ``acc``, optional ``acc_lo``/``acc_hi`` (the seeds' range),
-            ``bwt``, coordinate ``label``.
+        table: dims ``variant``; ``memory_kib``, ``acc``, ``bwt``, optional ``<y>_lo``/``<y>_hi`` (the seeds'
+            range), coordinate ``label``.
+        legend: name the points in a legend on the right. width: the plot's width in pixels.
     """
+    ylabel, title = MEASURES[y]
+    other = "bwt" if y == "acc" else "acc"
     items = []
     colours = (*PALETTE, "#999999", "#000000")  # one colour per variant: the legend names each point
     for i, v in enumerate(table.variant.values):
         row = table.sel(variant=v)
         label = str(row.label.values)
-        x, y = float(row.memory_kib), float(row.acc)
+        x, val = float(row.memory_kib), float(row[y])
         colour = colours[i % len(colours)]
-        if "acc_lo" in table and np.isfinite(float(row.acc_lo)):
-            items.append(hv.ErrorBars([(x, y, y - float(row.acc_lo), float(row.acc_hi) - y)],
-                                      "basis memory (KiB)", ["ACC (%)", "lo", "hi"]).opts(
-                color=colour, alpha=0.6))
-        items.append(hv.Scatter([(x, y, float(row.bwt))], "basis memory (KiB)", ["ACC (%)", "BWT (pt)"],
-                                label=label).opts(color=colour, size=11, tools=["hover"],
-                                                  marker="triangle" if "naive" in label else "circle"))
+        if f"{y}_lo" in table and np.isfinite(float(row[f"{y}_lo"])):
+            items.append(hv.ErrorBars([(x, val, val - float(row[f"{y}_lo"]), float(row[f"{y}_hi"]) - val)],
+                                      "basis memory (KiB)", [ylabel, "lo", "hi"]).opts(color=colour, alpha=0.6))
+        items.append(hv.Scatter([(x, val, float(row[other]))], "basis memory (KiB)",
+                                [ylabel, MEASURES[other][0]], label=label).opts(
+            color=colour, size=11, tools=["hover"], marker="triangle" if "naive" in label else "circle"))
     # a legend names the points (labels beside them printed over each other where variants score alike)
-    return hv.Overlay(items).opts(title="average accuracy against basis memory", legend_position="right",
-                                  **curve_opts(width=640, height=400))
+    return hv.Overlay(items).opts(title=title, show_legend=legend, legend_position="right",
+                                  **curve_opts(width=width, height=400))
 
 
 def memory_table(ds: xr.Dataset) -> xr.Dataset:
-    """A run's per-variant table for :func:`memory_vs_accuracy`: means over seeds and the seeds' range of ACC."""
+    """A run's per-variant table for :func:`memory_vs_accuracy`: means over seeds and the seeds' range of ACC and
+    BWT."""
     kib = ds.memory_bytes.isel(after=-1).sum("layer") / 1024
-    return xr.Dataset({"memory_kib": kib.mean("seed"), "acc": ds.acc.mean("seed"), "acc_lo": ds.acc.min("seed"),
-                       "acc_hi": ds.acc.max("seed"), "bwt": ds.bwt.mean("seed")},
-                      coords={"label": ds.label})
+    out = {"memory_kib": kib.mean("seed")}
+    for y in ("acc", "bwt"):
+        out.update({y: ds[y].mean("seed"), f"{y}_lo": ds[y].min("seed"), f"{y}_hi": ds[y].max("seed")})
+    return xr.Dataset(out, coords={"label": ds.label})
 
 
 def run_memory_vs_accuracy(ds: xr.Dataset) -> hv.Overlay:
     """:func:`memory_vs_accuracy` of a run."""
     return memory_vs_accuracy(memory_table(ds))
+
+
+def run_memory_vs_forgetting(ds: xr.Dataset) -> hv.Layout:
+    """ACC and BWT against basis memory side by side (the claims count both: a memory can keep ACC by relearning
+    what it forgets)."""
+    table = memory_table(ds)
+    return (memory_vs_accuracy(table, legend=False, width=420) + memory_vs_accuracy(table, "bwt")).cols(2)
 
 
 def forgetting_bars(ds: xr.Dataset) -> hv.Bars:

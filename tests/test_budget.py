@@ -25,12 +25,13 @@ MACHINES = {"24 GiB": 14.4, "16 GiB laptop": 9.6}
 ABSURD = {
     "dam": dict(trials=10000, steps=10000),
     "aire_prune": dict(epochs=10000, d_model=1024),
+    "arena": dict(steps=1_000_000, budget=10_000_000, n_seeds=100),
     "chaingpt": dict(steps=1_000_000, d_model=1024),
     "compressm": dict(epochs=10000, d_state=4096),
     "diffusion_blocks": dict(n_eval=100_000),
     "lwail": dict(env_steps=10_000_000),
     "psm": dict(steps=1_000_000, d_model=1024),
-    "qgpm": dict(hidden="4096,4096,4096,4096", thresholds="0.9,0.9,0.9,0.9,0.9"),
+    "qgpm": dict(hidden="4096,4096,4096,4096", thresholds="0.9,0.9,0.9,0.9,0.9", n_tasks=10),
     "rate": dict(eval_lengths="10,30,90,300,100000", n_eval=100_000),
     "recurrsim": dict(equations="navier_stokes", grid_2d=512, iterations=10_000_000),
     "rem": dict(hidden=4096, n_hidden=8, epochs=10000),
@@ -103,8 +104,8 @@ def test_an_absurd_input_in_range_is_refused_in_one_line(slug, machine):
 
 @pytest.mark.parametrize("slug, overrides, fields, unit", [
     ("dam", dict(trials=10000, steps=10000), "trials=10000, steps=10000", "GiB"),
-    ("qgpm", dict(hidden="4096,4096,4096,4096", thresholds="0.9,0.9,0.9,0.9,0.9"), "hidden=4096,4096,4096,4096",
-     "operations"),
+    ("qgpm", dict(hidden="4096,4096,4096,4096", thresholds="0.9,0.9,0.9,0.9,0.9", n_tasks=10),
+     "hidden=4096,4096,4096,4096, n_tasks=10", "operations"),
     ("ssm_ltl", dict(check_length=100_000, check_words=1000), "check_length=100000, check_words=1000", "GiB"),
 ])
 def test_the_issues_inputs_fail_fast_before_any_work(slug, overrides, fields, unit, machine, monkeypatch):

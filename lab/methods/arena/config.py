@@ -1,0 +1,107 @@
+"""Configuration of the sequence-model arena (defaults = the quick profile)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, ClassVar
+
+from lab.budget import Budget, training
+from lab.config import BaseConfig, Choices, Each, Range, bad_value
+from lab.core.runtime import RuntimeConfig
+
+#: the architectures of lab.core.zoo (its KINDS; a test checks the two agree): config.py imports no torch
+MODELS = ("lru", "s5", "mamba", "mamba2", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "lstm",
+          "transformer", "transformer_rope")
+#: the tasks of lab.datasets.synthetic the arena runs: state tracking, recall, formal languages
+TASKS = ("parity", "cyclic", "s3", "a5", "mqar", "dyck1", "anbncn")
+#: the models and tasks every run has: the claims read them
+REQUIRED_MODELS = ("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer")
+REQUIRED_TASKS = ("parity",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(RuntimeConfig, BaseConfig):
+    """The arena: every model at one parameter budget on every task, trained at one length, tested at several."""
+
+    PROFILES: ClassVar = {
+        "ci": dict(models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer"), tasks=("parity", "mqar"),
+                   budget=2000, n_train=64, n_test=16, steps=4, batch_size=8, test_factors=(1, 2, 4), n_seeds=1),
+        "quick": {},
+        "full": dict(models=MODELS, tasks=TASKS, budget=40_000, n_train=20_000, n_test=500, steps=3000,
+                     n_seeds=5),
+    }
+
+    models: Annotated[tuple[str, ...], Choices(*MODELS), Each(unique=True)] = (
+        "mamba", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "transformer")
+    """Architectures (lab.core.zoo): lru, s5, mamba, mamba2 (SSD), gla / gla_neg (gated diagonal linear RNN, gates
+    in (0, 1) / (-1, 1)), deltanet / deltanet_neg (gated delta rule, beta in (0, 1) / (0, 2)), gru, lstm, transformer
+    (no positions), transformer_rope (rotary positions). Must include gla, gla_neg, deltanet, deltanet_neg and
+    transformer (the claims)."""
+    tasks: Annotated[tuple[str, ...], Choices(*TASKS), Each(unique=True)] = ("parity", "mqar")
+    """Tasks (lab.datasets.synthetic): parity, cyclic (Z_5), s3, a5 (state tracking: the running group element at
+    every position), mqar (multi-query associative recall), dyck1, anbncn (prefix membership). Must include
+    parity. Quick runs parity and MQAR (the claims' tasks) to stay within about 5 minutes on 2 cores; full runs all
+    seven."""
+    budget: Annotated[int, Range(500, 10_000_000)] = 10_000
+    """Trainable parameters of every model (each at the width that comes closest: lab.core.zoo.build_matched)."""
+    n_layers: Annotated[int, Range(1, 16)] = 2
+    """Blocks per model."""
+    train_length: Annotated[int, Range(4, 512)] = 16
+    """Training sequence length (without the start token)."""
+    test_factors: Annotated[tuple[int, ...], Range(1, 64), Each(increasing=True, min_len=2)] = (1, 2, 4, 8)
+    """Test lengths as multiples of train_length; must include 1 (in distribution) and claim_factor."""
+    claim_factor: Annotated[int, Range(2, 64)] = 4
+    """The test length, as a multiple of train_length, at which the length-generalisation claims read accuracy."""
+    n_train: Annotated[int, Range(16, 1_000_000)] = 2000
+    """Training sequences per task."""
+    n_test: Annotated[int, Range(4, 100_000)] = 200
+    """Test sequences per task and length."""
+    steps: Annotated[int, Range(1, 1_000_000)] = 600
+    """Optimiser steps per training (every model and task alike)."""
+    batch_size: Annotated[int, Range(1, 100_000)] = 64
+    """Mini-batch size (64: at 32 the gated delta rule with beta in (0, 1) fitted parity at 1x to 0.88 in 600 steps,
+    not competent as a control; at 64 to 0.91, seed 0)."""
+    lr: Annotated[float, Range(0.0, 1.0, lo_open=True)] = 3e-3
+    """Peak learning rate (AdamW, warm-up then cosine decay), every model alike."""
+    mqar_vocab: Annotated[int, Range(8, 8192)] = 16
+    """MQAR's vocabulary size (keys and values)."""
+    mqar_pairs: Annotated[int, Range(1, 256)] = 4
+    """MQAR's key-value pairs per sequence (with as many queries)."""
+    n_seeds: Annotated[int, Range(1, 100)] = 3
+    """Seeds per model and task (seed, seed + 1, ...): the claims state their worst seed."""
+    use_cache: bool = True
+    """Reuse trained weights cached under data/arena/ (trained and stored on first use)."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.seed + k for k in range(self.n_seeds))
+
+    def validate(self) -> None:
+        for name in REQUIRED_MODELS:
+            if name not in self.models:
+                raise bad_value("models", self.models, f"architectures that include {', '.join(REQUIRED_MODELS)}")
+        for name in REQUIRED_TASKS:
+            if name not in self.tasks:
+                raise bad_value("tasks", self.tasks, f"tasks that include {', '.join(REQUIRED_TASKS)}")
+        if 1 not in self.test_factors or self.claim_factor not in self.test_factors:
+            raise bad_value("test_factors", self.test_factors,
+                            f"increasing multiples that include 1 and claim_factor={self.claim_factor}")
+        if "mqar" in self.tasks and 4 * self.mqar_pairs > self.train_length:
+            raise bad_value("mqar_pairs", self.mqar_pairs,
+                            f"an integer in [1, train_length / 4 = {self.train_length // 4}] (pairs and queries fit)")
+
+    def run_budget(self) -> Budget:
+        """Work: tasks x models x n_seeds trainings of ``steps`` batches of ``train_length + 1`` tokens through
+        n_layers blocks of a model of ``budget`` weights (width about sqrt(budget / (8 n_layers)); the transformer
+        attends to its prefix), then every test length's n_test sequences forward. Memory: a batch's activations,
+        the weights, the longest test batch."""
+        width = max(8.0, (self.budget / (8.0 * self.n_layers)) ** 0.5)
+        length = self.train_length + 1
+        runs = len(self.tasks) * len(self.models) * self.n_seeds
+        memory, work = training(runs, self.steps, self.batch_size, length, self.budget, width, self.n_layers,
+                                attend=length / 2, heads=2)
+        longest = self.train_length * max(self.test_factors) + 1
+        work += runs * 2.0 * self.budget * self.n_test * sum(self.train_length * f + 1 for f in self.test_factors)
+        memory = max(memory, 4.0 * self.n_test * longest * width * 16 * self.n_layers)
+        return Budget(memory, work, f"{runs} trainings (tasks x models x seeds) and their tests",
+                      ("tasks", "models", "n_seeds", "steps", "budget"))

@@ -1,0 +1,88 @@
+"""The arena's HoloViews builders: the model x task heat map with theory's prediction in each cell, one cell's
+accuracy against length over seeds, and state bytes against accuracy."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import xarray as xr
+
+from lab.viz.bands import seed_band
+from lab.viz.style import PALETTE, curve_opts, text_colour
+
+THEORY_MARK = {1.0: "yes", 0.0: "no", 0.5: "?"}
+_CMAP, _CLIM = "viridis", (0.4, 1.0)
+
+
+def _accuracy_at(ds: xr.Dataset, factor: int) -> xr.DataArray:
+    """Mean over seeds at ``factor``: beyond the training length where there is such a part, else all positions."""
+    var = "accuracy" if factor == 1 else "accuracy_beyond"
+    return ds[var].sel(factor=factor).mean("seed")
+
+
+def heatmap(ds: xr.Dataset, factor: int | None = None, *, width: int = 760, height: int = 380) -> hv.Overlay:
+    """Accuracy of every model (columns) on every task (rows) at the test length ``factor`` x the training length
+    (default: the claims' factor; beyond the training length there), mean over seeds; each cell says the accuracy and
+    theory's prediction at every length (yes / no / ?)."""
+    factor = int(ds.attrs["claim_factor"] if factor is None else factor)
+    acc = _accuracy_at(ds, factor)
+    rows = []
+    for task in ds.task.values:
+        for model in ds.model.values:
+            v = float(acc.sel(task=task, model=model))
+            mark = THEORY_MARK[float(ds.theory.sel(task=task, model=model))]
+            rows.append((str(model), str(task), v, f"{v:.2f}\n{mark}", text_colour(v, _CMAP, _CLIM)))
+    where = "beyond the training length" if factor > 1 else "at the training length"
+    heat = hv.HeatMap([r[:3] for r in rows], ["model", "task"], "accuracy").opts(
+        cmap=_CMAP, clim=_CLIM, colorbar=True, width=width, height=height, tools=["hover"], xrotation=30,
+        title=f"Accuracy at {factor}x the training length ({where}), mean over {ds.sizes['seed']} seeds; "
+              f"theory: yes / no / ?", fontsize={"title": "10pt"})
+    labels = hv.Labels([(r[0], r[1], r[3], r[4]) for r in rows], ["model", "task"], ["text", "colour"]).opts(
+        text_color="colour", text_font_size="8pt")
+    return heat * labels
+
+
+def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) -> hv.Overlay:
+    """Accuracy over every labelled position against the test length on ``task``, one curve per model (mean over
+    seeds, band min-max)."""
+    models = list(ds.model.values if models is None else models)
+    acc = ds.accuracy.sel(task=task, model=models).rename("accuracy")
+    plot = seed_band(acc, "factor", by="model", spread="range", logx=True, xlabel="test length / training length",
+                     ylim=(0, 1.05), width=width, height=360)
+    return plot.opts(title=f"{task}: accuracy against length (mean over {ds.sizes['seed']} seeds, band min-max)")
+
+
+def state_vs_accuracy(ds: xr.Dataset, task: str = "mqar", *, width: int = 620) -> hv.Overlay:
+    """Inference state bytes (log) against accuracy at the training length on ``task``, one colour per model."""
+    points = []
+    for i, model in enumerate(ds.model.values):
+        b = float(ds.state_bytes.sel(task=task, model=model, factor=1))
+        a = float(ds.accuracy.sel(task=task, model=model, factor=1).mean("seed"))
+        points.append(hv.Scatter([(b, a)], "state bytes", "accuracy", label=str(model)).opts(
+            color=PALETTE[i % len(PALETTE)], size=10))
+    return hv.Overlay(points).opts(**curve_opts(logx=True, ylim=(0, 1.05), legend_position="right", width=width,
+                                                title=f"{task}: inference state against accuracy at the training "
+                                                      "length"))
+
+
+def discussion(ds: xr.Dataset, claims) -> str:
+    """The notebook's discussion as Markdown, every number taken from the run's Dataset."""
+    f = int(ds.attrs["claim_factor"])
+    beyond = ds.accuracy_beyond.sel(factor=f)
+    parity = beyond.sel(task="parity")
+    best = {str(m): float(parity.sel(model=m).min()) for m in ds.model.values}
+    holds = [m for m, v in best.items() if v > 0.9]
+    fit = ds.accuracy.sel(factor=1).min("seed")
+    unfit = [f"{m} on {t}" for t in ds.task.values for m in ds.model.values
+             if float(fit.sel(task=t, model=m)) <= 0.9]
+    return (f"**Parity at {f}x the training length**, worst seed: "
+            + ", ".join(f"{m} {v:.2f}" for m, v in sorted(best.items(), key=lambda kv: -kv[1]))
+            + f". Above 0.9 on every seed: {', '.join(holds) or 'none'}. "
+            + "Cells not fitted at the training length on their worst seed (accuracy at most 0.9): "
+            + f"{', '.join(unfit) if unfit else 'none'}; their failures beyond it say little. "
+            + f"{claims.summary()}.")
+
+
+def cell_table(ds: xr.Dataset) -> np.ndarray:
+    """The heat map's numbers: ``(task, model)`` mean accuracy at the claims' factor (rows in ``ds.task`` order)."""
+    return _accuracy_at(ds, int(ds.attrs["claim_factor"])).values

@@ -1,0 +1,100 @@
+"""The arena: its model list is the zoo's, theory's table covers every cell, the ci run fills every variable and
+evaluates the claims, trainings in workers equal trainings here, bad configs name the field."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from lab.checks import ConfigError
+from lab.core import zoo
+from lab.methods.arena import model as M
+from lab.methods.arena import plots
+from lab.methods.arena import train as T
+from lab.methods.arena.config import MODELS, TASKS, Config
+from lab.methods.arena.experiment import splits
+
+
+def test_the_arena_runs_every_architecture_of_the_zoo():
+    assert set(MODELS) == set(zoo.KINDS)
+
+
+def test_theory_has_a_prediction_with_a_source_for_every_cell():
+    for model in MODELS:
+        for task in TASKS:
+            p = M.prediction(model, task)
+            assert p.verdict in ("yes", "no", "open") and p.source in M.SOURCES
+    assert M.prediction("gla_neg", "parity").verdict == "yes"
+    assert M.prediction("gla", "parity").verdict == "no"
+    assert M.prediction("deltanet", "parity").verdict == "no"
+    assert M.prediction("transformer", "mqar").verdict == "yes"
+
+
+def test_ci_run_fills_every_cell_and_evaluates_its_claims(ci_result):
+    data, claims = ci_result("arena")
+    cfg = Config.from_profile("ci")
+    assert data.accuracy.shape == (len(cfg.tasks), len(cfg.models), cfg.n_seeds, len(cfg.test_factors))
+    assert np.isfinite(data.accuracy.values).all()
+    assert np.isnan(data.accuracy_beyond.sel(factor=1)).all()
+    assert np.isfinite(data.accuracy_beyond.sel(factor=cfg.claim_factor)).all()
+    assert (data.params.values > 0).all()
+    assert abs(data.params.values / cfg.budget - 1).max() < 0.35
+    tf = data.state_bytes.sel(model="transformer", task="parity").values
+    assert tf[-1] > tf[0]  # the key-value cache grows with the length
+    gla = data.state_bytes.sel(model="gla", task="parity").values
+    assert (gla == gla[0]).all()  # a recurrent state does not
+    assert claims.headline is not None and claims.headline.name == "negative_gates_track_parity"
+    assert np.isfinite(claims.headline.measured)
+
+
+def test_plots_build(ci_result):
+    data, claims = ci_result("arena")
+    plots.heatmap(data)
+    plots.heatmap(data, factor=1)
+    plots.length_curve(data, "parity")
+    plots.state_vs_accuracy(data, "mqar")
+    assert "Parity" in plots.discussion(data, claims)
+    assert plots.cell_table(data).shape == (data.sizes["task"], data.sizes["model"])
+
+
+def test_every_split_opens_with_an_unlabelled_start_token():
+    cfg = Config.from_profile("ci")
+    s = splits(cfg, "parity")
+    for task in s.values():
+        assert (task.inputs[:, 0] == task.vocab_size - 1).all() and (task.targets[:, 0] == -100).all()
+    assert s[4].length == 4 * cfg.train_length + 1
+
+
+def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_S", 0.0)  # a pool even for ci's few steps
+    cfg = Config.from_profile("ci", models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer"),
+                              tasks=("parity",), steps=3)
+    tasks = [splits(cfg, "parity")["train"]]
+    done = T.train_all(cfg, tasks, progress=False)
+    assert len(done) == len(cfg.models) and all(r.ran for r in done)
+    fresh = dataclasses.replace(cfg, use_cache=False)
+    for name in cfg.models:
+        cached = T.trained_model(cfg, tasks[0], name, cfg.seed)
+        here = T.trained_model(fresh, tasks[0], name, cfg.seed)
+        assert cached.loaded and not here.loaded
+        for a, b in zip(cached.model.state_dict().values(), here.model.state_dict().values()):
+            assert torch.equal(a, b), name
+    assert not any(r.ran for r in T.train_all(cfg, tasks, progress=False))
+
+
+@pytest.mark.parametrize("overrides, field", [
+    (dict(models=("gla", "gla_neg", "deltanet", "deltanet_neg")), "models"),
+    (dict(tasks=("mqar",)), "tasks"),
+    (dict(test_factors=(2, 4)), "test_factors"),
+    (dict(claim_factor=8, test_factors=(1, 2, 4)), "test_factors"),
+    (dict(mqar_pairs=5), "mqar_pairs"),
+    (dict(budget=10), "budget"),
+])
+def test_bad_configs_name_the_field(overrides, field):
+    with pytest.raises(ConfigError, match=field):
+        Config.from_profile("quick", **overrides)

@@ -51,8 +51,10 @@ CLI_ROWS = [
       "allowed: a run within"]),
     (["run", "ssm_ltl", "-p", "check_length=100000", "-p", "check_words=1000"],
      ["check_length=100000, check_words=1000 is not allowed: the run needs 37.3 GiB", "allowed: a run within"]),
-    (["run", "qgpm", "-p", "hidden=4096,4096,4096,4096", "-p", "thresholds=0.97,0.97,0.97,0.97,0.97"],
-     ["hidden=4096,4096,4096,4096 is not allowed: the run needs 4.2e+16 operations", "allowed: a run within"]),
+    (["run", "qgpm", "-p", "hidden=4096,4096,4096,4096", "-p", "thresholds=0.97,0.97,0.97,0.97,0.97", "-p",
+      "n_tasks=10"],
+     ["hidden=4096,4096,4096,4096, n_tasks=10 is not allowed: the run needs 2.5e+16 operations",
+      "allowed: a run within"]),
     (["sweep", "dam", "-g", "trials=2,10000", "-p", "steps=10000"], ["-g trials=10000, steps=10000 is not allowed: "
                                                                      "the run needs", "GiB (dam's"]),
     (["sweep", "dam", "--seeds", "0-9999", "-P", "full"], ["lab sweep dam with 10000 points is not allowed: together "

@@ -130,7 +130,7 @@ def spearman_plot(ds: xr.Dataset) -> hv.Overlay:
     dots = hv.Scatter([(names[str(m)], float(x)) for m in ds.metric.values for x in ds.spearman.sel(metric=m).values],
                       "metric", "Spearman ρ").opts(color="black", size=6)
     return (bars * dots).opts(title="Does the metric follow the geodesic distance?", width=480, height=320,
-                              ylim=(0, 1.0), show_legend=False, xrotation=20)
+                              ylim=(0, 1.03), show_legend=False, xrotation=20)
 
 
 def pendulum_plot(ds: xr.Dataset) -> hv.Overlay:

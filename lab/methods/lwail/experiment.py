@@ -78,15 +78,16 @@ def _spearman(cfg: Config, maze, seed: int) -> list[float]:
     return [float(spearmanr(dist[m][off], geo[off])[0]) for m in METRICS]
 
 
-def _maze(cfg: Config, res: Results, bar) -> None:
+def _maze(cfg: Config, res: Results, bar) -> float:
     """The expert and the metrics' Spearman correlations on each seed (ICVF trained first), then every maze variant
-    on each seed (the agents trained side by side in worker processes, then read from the cache)."""
+    on each seed (the agents trained side by side in worker processes, then read from the cache). Returns the
+    worker processes' CPU seconds."""
     maze = make_maze(cfg.resolution)
-    train_all(cfg, "icvf", progress=not bar.disable)  # worker processes
+    worker_cpu = train_all(cfg, "icvf", progress=not bar.disable)  # worker processes
     for s, seed in enumerate(cfg.seeds):  # the metric's competence, measured before any imitation
         res["expert_success"][s] = expert_success(cfg, maze, seed)
         res["spearman"][s] = _spearman(cfg, maze, seed)
-    train_all(cfg, "agents", progress=not bar.disable)
+    worker_cpu += train_all(cfg, "agents", progress=not bar.disable)
     for s, seed in enumerate(cfg.seeds):
         for v, variant in enumerate(VARIANTS):
             agent = maze_agent(cfg, variant, seed)
@@ -95,9 +96,10 @@ def _maze(cfg: Config, res: Results, bar) -> None:
             res["expert_move_rate"][s, v] = expert_move_rate(maze, agent["q"])
             res["env_steps"] = agent["curve_steps"]
             bar.update(1)
+    return worker_cpu
 
 
-def _pendulum(cfg: Config, res: Results, bar) -> None:
+def _pendulum(cfg: Config, res: Results, bar) -> float:
     """The random policy and the TD3 imitators of every pendulum variant, on each pendulum seed."""
     from lab.methods.lwail.pendulum import pendulum_agent, random_return
 
@@ -109,6 +111,7 @@ def _pendulum(cfg: Config, res: Results, bar) -> None:
             res["pendulum_return"][s, v], res["pendulum_curve"][s, v] = agent["return"], agent["curve"]
             res["pendulum_expert_return"][s], res["pendulum_steps"] = agent["expert_return"], agent["curve_steps"]
             bar.update(1)
+    return 0.0
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
@@ -131,8 +134,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         for env, part in (("maze", _maze), ("pendulum", _pendulum)):
             if env in cfg.envs:
                 t0 = time.process_time()
-                part(cfg, res, bar)
-                seconds[f"{env}_cpu_s"] = time.process_time() - t0
+                workers = part(cfg, res, bar)  # CPU seconds of worker processes, beside this process's
+                seconds[f"{env}_cpu_s"] = time.process_time() - t0 + workers
     bar.close()
     maze_info = make_maze(cfg.resolution)
     return res.build(attrs={"envs": ",".join(cfg.envs), "maze_free_cells": int(len(maze_info.cells)),

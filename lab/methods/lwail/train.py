@@ -363,23 +363,24 @@ def _agent_job(cfg: Config, variant: str, seed: int) -> None:
     maze_agent(cfg, variant, seed)
 
 
-def train_all(cfg: Config, stage: str, progress: bool = True) -> None:
+def train_all(cfg: Config, stage: str, progress: bool = True) -> float:
     """Train the maze's ICVF of every seed (``stage="icvf"``) or every (variant, seed) agent not cached yet
     (``"agents"``), side by side in worker processes (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the
     cores); :func:`maze_icvf` and :func:`maze_agent` then load each from the cache. Each training seeds itself, so its
-    weights are those of a training here, bit for bit."""
+    weights are those of a training here, bit for bit. Returns the CPU seconds of the jobs that ran."""
     from lab.cache import state_path
     from lab.core.parallel import Job, run_jobs
 
     check_choice("stage", stage, ("icvf", "agents"))
     if stage == "icvf":
-        run_jobs([Job(f"icvf seed {seed}", _icvf_job, (cfg, seed)) for seed in cfg.seeds],
-                 threads_per_worker=cfg.threads, progress=progress, desc="LWAIL ICVF")
-        return
-    run_jobs([Job(f"{variant} seed {seed}", _agent_job, (cfg, variant, seed),
-                  cached=state_path("lwail", f"maze-{variant}", _agent_key(cfg, variant, seed)).exists())
-              for seed in cfg.seeds for variant in VARIANTS],
-             threads_per_worker=cfg.threads, progress=progress, desc="LWAIL agents")
+        done = run_jobs([Job(f"icvf seed {seed}", _icvf_job, (cfg, seed)) for seed in cfg.seeds],
+                        threads_per_worker=cfg.threads, progress=progress, desc="LWAIL ICVF")
+        return float(sum(r.cpu_s for r in done))
+    jobs = [Job(f"{variant} seed {seed}", _agent_job, (cfg, variant, seed),
+                cached=state_path("lwail", f"maze-{variant}", _agent_key(cfg, variant, seed)).exists())
+            for seed in cfg.seeds for variant in VARIANTS]
+    done = run_jobs(jobs, threads_per_worker=cfg.threads, progress=progress, desc="LWAIL agents")
+    return float(sum(r.cpu_s for r in done))
 
 
 def maze_agent(cfg: Config, variant: str, seed: int) -> dict:

@@ -7,10 +7,17 @@ import holoviews as hv
 import numpy as np
 import xarray as xr
 
-from lab.viz.bands import seed_band
-from lab.viz.style import PALETTE, curve_opts, text_colour
+from lab.viz.style import curve_opts, log_ticks, text_colour
 
 THEORY_MARK = {1.0: "yes", 0.0: "no", 0.5: "?"}
+#: one colour per architecture, the same in every plot; the negative-eigenvalue twins are drawn with triangles
+COLOURS = {"mamba": "#1f5fa8", "gla": "#d1495b", "gla_neg": "#2e933c", "deltanet": "#edae49",
+           "deltanet_neg": "#8d5a97", "gru": "#00798c", "transformer": "#3b1f2b", "lru": "#a23b72",
+           "s5": "#30638e", "mamba2": "#66a182", "lstm": "#7f7f7f", "transformer_rope": "#b5651d"}
+
+
+def _marker(model: str) -> str:
+    return "triangle" if model.endswith("_neg") else "circle"
 _CMAP, _CLIM = "viridis", (0.4, 1.0)
 
 
@@ -46,23 +53,36 @@ def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) ->
     """Accuracy over every labelled position against the test length on ``task``, one curve per model (mean over
     seeds, band min-max)."""
     models = list(ds.model.values if models is None else models)
-    acc = ds.accuracy.sel(task=task, model=models).rename("accuracy")
-    plot = seed_band(acc, "factor", by="model", spread="range", logx=True, xlabel="test length / training length",
-                     ylim=(0, 1.05), width=width, height=360)
-    return plot.opts(title=f"{task}: accuracy against length (mean over {ds.sizes['seed']} seeds, band min-max)")
+    layers = []
+    for model in models:
+        acc = ds.accuracy.sel(task=task, model=model)
+        x, colour = ds.factor.values, COLOURS[str(model)]
+        layers.append(hv.Area((x, acc.min("seed").values, acc.max("seed").values), "test length / training length",
+                              ["accuracy", "accuracy high"], label=str(model)).opts(color=colour, alpha=0.15,
+                                                                                    line_alpha=0))
+        layers.append(hv.Curve((x, acc.mean("seed").values), "test length / training length", "accuracy",
+                               label=str(model)).opts(color=colour, line_width=2))
+        layers.append(hv.Scatter((x, acc.mean("seed").values), "test length / training length", "accuracy",
+                                 label=str(model)).opts(color=colour, size=7, marker=_marker(str(model))))
+    return hv.Overlay(layers).opts(**curve_opts(
+        logx=True, ylim=(0, 1.05), xlim=(0.9, 1.12 * float(ds.factor.max())),
+        xticks=[int(f) for f in ds.factor.values], width=width, height=360, legend_position="right",
+        title=f"{task}: accuracy against length ({ds.sizes['seed']} seeds, min-max band)"))
 
 
 def state_vs_accuracy(ds: xr.Dataset, task: str = "mqar", *, width: int = 620) -> hv.Overlay:
     """Inference state bytes (log) against accuracy at the training length on ``task``, one colour per model."""
-    points = []
-    for i, model in enumerate(ds.model.values):
+    points, sizes = [], ds.state_bytes.sel(task=task, factor=1).values
+    for model in ds.model.values:
         b = float(ds.state_bytes.sel(task=task, model=model, factor=1))
         a = float(ds.accuracy.sel(task=task, model=model, factor=1).mean("seed"))
         points.append(hv.Scatter([(b, a)], "state bytes", "accuracy", label=str(model)).opts(
-            color=PALETTE[i % len(PALETTE)], size=10))
-    return hv.Overlay(points).opts(**curve_opts(logx=True, ylim=(0, 1.05), legend_position="right", width=width,
-                                                title=f"{task}: inference state against accuracy at the training "
-                                                      "length"))
+            color=COLOURS[str(model)], size=11, marker=_marker(str(model))))
+    ticks = log_ticks(0.8 * float(sizes.min()), 1.25 * float(sizes.max()))
+    return hv.Overlay(points).opts(**curve_opts(
+        logx=True, ylim=(0, 1.05), xlim=(0.8 * float(sizes.min()), 1.25 * float(sizes.max())),
+        xticks=[(t, f"{t:g}") for t in ticks], legend_position="right", width=width,
+        title=f"{task}: inference state against accuracy at the training length"))
 
 
 def discussion(ds: xr.Dataset, claims) -> str:

@@ -82,7 +82,7 @@ def state_vs_accuracy(ds: xr.Dataset, task: str = "mqar", *, width: int = 620) -
     return hv.Overlay(points).opts(**curve_opts(
         logx=True, ylim=(0, 1.05), xlim=(0.8 * float(sizes.min()), 1.25 * float(sizes.max())),
         xticks=[(t, f"{t:g}") for t in ticks], legend_position="right", width=width,
-        title=f"{task}: inference state against accuracy at the training length"))
+        title=f"{task}: inference state against accuracy at 1x"))
 
 
 def discussion(ds: xr.Dataset, claims) -> str:

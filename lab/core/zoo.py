@@ -38,7 +38,7 @@ from torch import nn
 
 from lab.checks import bad_value
 from lab.core.mixers import RNN, GatedDeltaNet, GatedDiagonal
-from lab.core.models import LINEAR_KINDS, ResidualBlock
+from lab.core.models import LINEAR_KINDS, ResidualBlock, SSMStack
 from lab.core.ssm import make_mixer
 from lab.core.transformer import Transformer, n_params
 
@@ -70,29 +70,16 @@ def _mixer(kind: str, d_model: int, d_state: int | None, n_heads: int) -> nn.Mod
     return RNN(d_model, kind)
 
 
-class _RecurrentStack(nn.Module):
-    """``n_layers`` residual blocks of one recurrent mixer and a final LayerNorm, parallel and step forms."""
+class _RecurrentStack(SSMStack):
+    """``n_layers`` residual blocks of any recurrent mixer and a final LayerNorm: :class:`lab.core.models.SSMStack`'s
+    parallel and step forms over the zoo's mixers (the SSM kinds, the gated RNNs, the delta rule, GRU and LSTM)."""
 
     def __init__(self, kind: str, d_model: int, n_layers: int, d_state: int | None, n_heads: int):
-        super().__init__()
+        nn.Module.__init__(self)  # SSMStack's own constructor builds SSM layers only
+        self.kind = kind
         self.blocks = nn.ModuleList(ResidualBlock(_mixer(kind, d_model, d_state, n_heads), d_model,
                                                   glu=kind in LINEAR_KINDS) for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return self.norm(x)
-
-    def initial_state(self, batch: int) -> list:
-        return [b.mixer.initial_state(batch) for b in self.blocks]
-
-    def step(self, x_t: torch.Tensor, state: list):
-        new = []
-        for block, s in zip(self.blocks, state):
-            x_t, s = block.step(x_t, s)
-            new.append(s)
-        return self.norm(x_t), new
 
 
 class TokenModel(nn.Module):

@@ -144,7 +144,9 @@ class WscPanel(MethodPanel):
     controls = ("variant",)
 
     variant = param.Selector(default="wsc", objects=list(wsc_live.VARIANT_NAMES), label="WSC variant",
-                             doc="Replay, reset, averaging (swa) or both (wsc): whose accuracy matrix.")
+                             doc="Replay, reset, averaging (swa) or both (wsc), and the ablations on WSC's schedule "
+                                 "(wsc_noavg: no averaging; wsc_official: the official code's no-op reset; "
+                                 "replay_rewarm: the re-warm alone): whose accuracy matrix.")
 
     @preparation(on=("profile", "variant"), label="the WSC stream",
                  cached=lambda s: wsc_live.accuracy_matrix.cached(s.profile, s.variant),

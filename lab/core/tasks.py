@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from lab.checks import check_choice
@@ -40,8 +41,10 @@ from lab.core.fields import (  # re-exported: the sequence methods' config field
 from lab.core.models import SequenceClassifier
 from lab.core.train import TrainResult, evaluate, fit
 from lab.datasets.sequences import SequenceTask, load_sequence_task
+from lab.datasets.tokens import IGNORE, TokenTask
 
-__all__ = ["MIXERS", "MIXER_KWARGS", "Layers", "ModelWidth", "Rate", "Seeds", "SequenceTaskConfig", "States",
+__all__ = ["accuracy_by_position", "MIXERS", "MIXER_KWARGS", "Layers", "ModelWidth", "Rate", "Seeds",
+           "SequenceTaskConfig", "States",
            "WeightDecay", "build_classifier", "fit_classifier", "load_task", "accuracy_on_test", "total_steps"]
 
 #: per-mixer layer settings of the sequence classifiers: LRU's ring initialisation |λ| in [0.5, 0.99] suits the
@@ -109,3 +112,24 @@ REFERENCE_ACCURACY: dict[str, tuple[float, str]] = {
 
 #: how far below its task's reference a small untuned model may be and still count as having learned the task (pt)
 REFERENCE_MARGIN = 10.0
+
+
+@torch.no_grad()
+def accuracy_by_position(model: torch.nn.Module, task: TokenTask, batch_size: int = 256) -> np.ndarray:
+    """Share of correct per-position predictions of ``model`` (tokens -> logits ``(b, L, classes)``) on a token task,
+    over its labelled examples at each position (NaN where none is labelled).
+
+    Returns:
+        ``(length,)`` in [0, 1].
+    """
+    x, y = task.tensors()
+    correct, labelled = torch.zeros(task.length), torch.zeros(task.length)
+    for i in range(0, len(x), batch_size):
+        pred = model(x[i: i + batch_size]).argmax(-1)  # (b, L)
+        yb = y[i: i + batch_size]
+        mask = yb != IGNORE
+        correct += ((pred == yb) & mask).sum(0)
+        labelled += mask.sum(0)
+    out = (correct / labelled.clamp_min(1)).numpy().astype(float)
+    out[labelled.numpy() == 0] = np.nan
+    return out

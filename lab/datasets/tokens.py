@@ -20,7 +20,7 @@ import xarray as xr
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["IGNORE", "TokenTask", "length_splits"]
+__all__ = ["IGNORE", "TokenTask", "length_splits", "with_start_token"]
 
 #: target value of a position without a label (``torch.nn.functional.cross_entropy``'s default ``ignore_index``)
 IGNORE = -100
@@ -82,3 +82,12 @@ def length_splits(train_length: int, factors: tuple[int, ...] = (1, 2, 4)) -> di
     out = {"train": int(train_length)}
     out.update({f"x{f}": int(train_length * f) for f in factors if f != 1})
     return out
+
+
+def with_start_token(task: TokenTask) -> TokenTask:
+    """``task`` with a start token (a new id, ``vocab_size``, unlabelled) before every sequence: a causal transformer
+    without positions can count from it. Its options record ``start_token=True``."""
+    n = task.n
+    return TokenTask(task.name, np.concatenate([np.full((n, 1), task.vocab_size), task.inputs], 1),
+                     np.concatenate([np.full((n, 1), IGNORE), task.targets], 1), task.vocab_size + 1,
+                     task.n_classes, {**task.options, "start_token": True})

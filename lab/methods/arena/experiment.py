@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from lab.core.transformer import n_params
 from lab.datasets.synthetic import make_splits
-from lab.datasets.tokens import IGNORE, TokenTask
+from lab.datasets.tokens import with_start_token
 from lab.methods.arena import model as M
 from lab.methods.arena import train as T
 from lab.methods.arena.config import Config
@@ -39,15 +39,6 @@ SCHEMA = Schema(
 _VERDICT = {"yes": 1.0, "no": 0.0, "open": 0.5}
 
 
-def _with_start(task: TokenTask) -> TokenTask:
-    """``task`` with a start token (id ``vocab_size``, unlabelled) before every sequence, for every model alike: a
-    causal transformer without positions can count from it."""
-    n = task.n
-    return TokenTask(task.name, np.concatenate([np.full((n, 1), task.vocab_size), task.inputs], 1),
-                     np.concatenate([np.full((n, 1), IGNORE), task.targets], 1), task.vocab_size + 1,
-                     task.n_classes, {**task.options, "start_token": True})
-
-
 def splits(cfg: Config, task: str) -> dict:
     """``{"train": TokenTask, factor: TokenTask, ...}`` of one task, with start tokens."""
     options = {"cyclic": {"modulus": 5},
@@ -55,8 +46,8 @@ def splits(cfg: Config, task: str) -> dict:
     lengths = [cfg.train_length * f for f in cfg.test_factors]
     raw = make_splits(task, n_train=cfg.n_train, n_test=cfg.n_test, train_length=cfg.train_length,
                       test_lengths=lengths, seed=cfg.seed, **options)
-    out = {"train": _with_start(raw["train"])}
-    out.update({f: _with_start(raw[f"test_{cfg.train_length * f}"]) for f in cfg.test_factors})
+    out = {"train": with_start_token(raw["train"])}
+    out.update({f: with_start_token(raw[f"test_{cfg.train_length * f}"]) for f in cfg.test_factors})
     return out
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from functools import cache
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from lab.cache import Trained, cached_model, state_path
 from lab.core import zoo
 from lab.core.runtime import threads
+from lab.core.tasks import accuracy_by_position  # noqa: F401  re-exported for the experiment
 from lab.core.train import fit, seed_everything
 from lab.datasets.tokens import IGNORE, TokenTask
 from lab.methods.arena.config import Config
@@ -108,23 +108,6 @@ def train_all(cfg: Config, tasks: list[TokenTask], progress: bool = True) -> lis
     small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S
     return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
                     desc="arena trainings")
-
-
-@torch.no_grad()
-def accuracy_by_position(model: torch.nn.Module, task: TokenTask, batch_size: int = 256) -> np.ndarray:
-    """Share of correct predictions at each position over the labelled examples (NaN where none is labelled).
-
-    Returns:
-        ``(length,)`` in [0, 1].
-    """
-    x, y = task.tensors()
-    correct, labelled = torch.zeros(task.length), torch.zeros(task.length)
-    for i in range(0, len(x), batch_size):
-        yb = y[i: i + batch_size]
-        mask = yb != IGNORE
-        correct += ((model(x[i: i + batch_size]).argmax(-1) == yb) & mask).sum(0)
-        labelled += mask.sum(0)
-    return np.where(labelled.numpy() > 0, correct.numpy() / np.maximum(labelled.numpy(), 1), np.nan)
 
 
 @torch.no_grad()

@@ -61,13 +61,10 @@ SCHEMA = Schema(
 
 
 def _with_start(task):
-    """``task`` with a start token (id ``vocab_size``, no label) before every sequence (``Config.start_token``)."""
-    from lab.datasets.tokens import IGNORE, TokenTask
+    """``task`` with a start token (``Config.start_token``; :func:`lab.datasets.tokens.with_start_token`)."""
+    from lab.datasets.tokens import with_start_token
 
-    n = task.n
-    return TokenTask(task.name, np.concatenate([np.full((n, 1), task.vocab_size), task.inputs], 1),
-                     np.concatenate([np.full((n, 1), IGNORE), task.targets], 1), task.vocab_size + 1,
-                     task.n_classes, {**task.options, "start_token": True})
+    return with_start_token(task)
 
 
 def _splits(cfg: Config, kind: str) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from functools import cache
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,6 +21,7 @@ from torch import nn
 from lab.cache import Trained, cached_model, state_path
 from lab.core.models import SSMStack
 from lab.core.runtime import threads
+from lab.core.tasks import accuracy_by_position  # noqa: F401  re-exported: the experiment reads it here
 from lab.core.train import fit, seed_everything
 from lab.core.transformer import TokenTagger, Transformer, n_params
 from lab.datasets.tokens import IGNORE, TokenTask
@@ -212,23 +212,3 @@ def train_all(cfg: Config, tasks: list[TokenTask], progress: bool = True) -> lis
     small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S
     return run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
                     desc="PSM trainings")
-
-
-@torch.no_grad()
-def accuracy_by_position(model: nn.Module, task: TokenTask, batch_size: int = 256) -> np.ndarray:
-    """Share of correct predictions at each position over the labelled examples (NaN where none is labelled).
-
-    Returns:
-        ``(length,)`` in [0, 1].
-    """
-    x, y = task.tensors()
-    correct, labelled = torch.zeros(task.length), torch.zeros(task.length)
-    for i in range(0, len(x), batch_size):
-        pred = model(x[i: i + batch_size]).argmax(-1)  # (b, L)
-        yb = y[i: i + batch_size]
-        mask = yb != IGNORE
-        correct += ((pred == yb) & mask).sum(0)
-        labelled += mask.sum(0)
-    out = (correct / labelled.clamp_min(1)).numpy().astype(float)
-    out[labelled.numpy() == 0] = np.nan
-    return out

@@ -7,7 +7,9 @@ Tasks (:data:`TASKS`), all :class:`~lab.datasets.tokens.TokenTask` with integer 
 * associative recall (:mod:`lab.datasets.recall`): ``mqar`` (options ``vocab_size``, ``n_pairs``, ``n_queries``,
   ``noise_vocab``): labels at the query positions only;
 * formal languages (:mod:`lab.datasets.languages`): ``aa_star``, ``dyck1``, ``anbncn``, ``b_since_a``,
-  ``mod_count``: per-position membership (0/1) of the prefix read so far.
+  ``mod_count``: per-position membership (0/1) of the prefix read so far;
+* MAD's skills (:mod:`lab.datasets.mad`): ``selective_copying``, ``noisy_recall``, ``compression``,
+  ``memorisation``.
 
 :func:`make_task` checks everything before building (an unknown task or option, a length outside ``[1, max_length]``
 of the task, a bad option value all raise :class:`~lab.checks.ConfigError`, which the CLI turns into exit status 2)
@@ -30,7 +32,7 @@ import xarray as xr
 
 from lab.cache import cached_dataset
 from lab.checks import bad_value, check_int
-from lab.datasets import recall, state_tracking
+from lab.datasets import mad, recall, state_tracking
 from lab.datasets.tokens import IGNORE, TokenTask
 
 __all__ = ["MAX_N", "TASKS", "VERSION", "Option", "TaskSpec", "make_splits", "make_task", "split_seeds",
@@ -64,7 +66,7 @@ class TaskSpec:
     """A registered task.
 
     Attributes:
-        name: registry key. kind: ``state``, ``recall`` or ``language``. doc: one line.
+        name: registry key. kind: ``state``, ``recall``, ``language`` or ``mad``. doc: one line.
         build: ``build(n=, length=, seed=, **options) -> TokenTask``.
         options: option name -> :class:`Option` (languages: read from the language, see :meth:`option_specs`).
         limit: longest length, or None for a language (read from ``Language.max_length``).
@@ -136,11 +138,30 @@ TASKS: dict[str, TaskSpec] = {
     }, limit=recall.MAX_LENGTH),
     **{name: TaskSpec(name, "language", f"formal language {name}: prefix membership", _language_builder(name))
        for name in LANGUAGE_NAMES},
+    "selective_copying": TaskSpec("selective_copying", "mad", "copy the data tokens hidden in noise (MAD)",
+                                  mad.selective_copying_task, {
+        "vocab_size": Option(16, 3, mad.MAX_VOCAB, "noise, data and the copy marker"),
+        "n_tokens": Option(4, 1, mad.MAX_LENGTH // 2, "data tokens to copy"),
+        "noise_vocab": Option(1, None, None, "noise tokens, in [1, vocab_size - 2]")}, limit=mad.MAX_LENGTH),
+    "noisy_recall": TaskSpec("noisy_recall", "mad", "in-context recall with noise tokens (MAD)",
+                             mad.noisy_recall_task, {
+        "vocab_size": Option(32, 5, mad.MAX_VOCAB, "noise, keys and values"),
+        "n_keys": Option(4, None, None, "keys bound per sequence, at most (vocab_size - noise_vocab) // 2"),
+        "noise_vocab": Option(4, None, None, "noise tokens, in [1, vocab_size - 4]"),
+        "noise_percent": Option(20, 0, 90, "slots holding noise, %")}, limit=mad.MAX_LENGTH),
+    "compression": TaskSpec("compression", "mad", "reconstruct the first half after a marker (MAD)",
+                            mad.compression_task, {"vocab_size": Option(10, 3, mad.MAX_VOCAB, "data, marker, blank")},
+                            limit=mad.MAX_LENGTH),
+    "memorisation": TaskSpec("memorisation", "mad", "a fixed key-value table, learnt in the weights (MAD)",
+                             mad.memorisation_task, {
+        "n_keys": Option(64, 2, mad.MAX_VOCAB, "keys (the input tokens)"),
+        "n_values": Option(16, 2, mad.MAX_VOCAB, "values (the classes)"),
+        "table_seed": Option(0, 0, 2**62, "seed of the table, the same in every split")}, limit=mad.MAX_LENGTH),
 }
 
 
 def task_names(kind: str | None = None) -> list[str]:
-    """Names in :data:`TASKS`, in registry order; ``kind`` (``state``, ``recall``, ``language``) filters."""
+    """Names in :data:`TASKS`, in registry order; ``kind`` (``state``, ``recall``, ``language``, ``mad``) filters."""
     return [name for name, spec in TASKS.items() if kind is None or spec.kind == kind]
 
 

@@ -12,7 +12,8 @@ from lab.datasets.state_tracking import state_tracking_task
 from lab.datasets.synthetic import TASKS, make_splits, make_task, split_seeds, task_names, tokens_to_text
 from lab.datasets.tokens import IGNORE
 
-ALL = ["parity", "cyclic", "s3", "a5", "mqar", "aa_star", "dyck1", "anbncn", "b_since_a", "mod_count"]
+ALL = ["parity", "cyclic", "s3", "a5", "mqar", "aa_star", "dyck1", "anbncn", "b_since_a", "mod_count",
+       "selective_copying", "noisy_recall", "compression", "memorisation"]
 HAVE_LANGUAGES = importlib.util.find_spec("lab.datasets.languages") is not None
 needs_languages = pytest.mark.skipif(not HAVE_LANGUAGES, reason="lab/datasets/languages.py not written yet")
 BUILDABLE = [pytest.param(name, marks=needs_languages) if TASKS[name].kind == "language" else name for name in ALL]
@@ -23,6 +24,7 @@ def test_registry_names_and_kinds():
     assert task_names("state") == ["parity", "cyclic", "s3", "a5"]
     assert task_names("recall") == ["mqar"]
     assert task_names("language") == ["aa_star", "dyck1", "anbncn", "b_since_a", "mod_count"]
+    assert task_names("mad") == ["selective_copying", "noisy_recall", "compression", "memorisation"]
     assert TASKS["a5"].max_length == 4096 and TASKS["mqar"].max_length == 4096
     assert TASKS["cyclic"].options["modulus"].default == 5
 

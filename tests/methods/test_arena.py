@@ -31,6 +31,16 @@ def test_theory_has_a_prediction_with_a_source_for_every_cell():
     assert M.prediction("gla", "parity").verdict == "no"
     assert M.prediction("deltanet", "parity").verdict == "no"
     assert M.prediction("transformer", "mqar").verdict == "yes"
+    assert M.prediction("gla", "compression").verdict == "no"
+    assert M.prediction("lru", "selective_copying").verdict == "no"
+
+
+def test_every_task_builds_at_every_test_length():
+    cfg = Config.from_profile("full", n_train=16, n_test=4, train_length=16)
+    for task in TASKS:
+        s = splits(cfg, task)
+        assert s["train"].length == 17 and [s[f].length for f in cfg.test_factors] == [17, 33, 65, 129]
+        assert all((s[f].targets[:, 1 + 16:] != -100).any() for f in cfg.test_factors if f > 1), task
 
 
 def test_ci_run_fills_every_cell_and_evaluates_its_claims(ci_result):

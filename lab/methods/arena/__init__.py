@@ -14,7 +14,9 @@ transformer without positions or with rotary ones. Every sequence opens with a s
 transformer without positions counts from it).
 
 **The tasks**: parity, counting mod 5 and the word problems of S3 and A5 (the running group element at every
-position), multi-query associative recall, Dyck-1 and a^n b^n c^n (prefix membership).
+position), multi-query associative recall, Dyck-1 and a^n b^n c^n (prefix membership), and MAD's skills
+(:mod:`lab.datasets.mad`: selective copying, noisy recall, compression, memorisation; each states what its length
+means).
 
 **What is measured** (:mod:`.experiment`): accuracy over every labelled position and over the positions beyond the
 training length at each test length, the inference state one sequence holds (bytes; a transformer's key-value cache

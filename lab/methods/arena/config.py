@@ -12,8 +12,9 @@ from lab.core.runtime import RuntimeConfig
 #: the architectures of lab.core.zoo (its KINDS; a test checks the two agree): config.py imports no torch
 MODELS = ("lru", "s5", "mamba", "mamba2", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "lstm",
           "transformer", "transformer_rope")
-#: the tasks of lab.datasets.synthetic the arena runs: state tracking, recall, formal languages
-TASKS = ("parity", "cyclic", "s3", "a5", "mqar", "dyck1", "anbncn")
+#: the tasks of lab.datasets.synthetic the arena runs: state tracking, recall, formal languages, MAD's skills
+TASKS = ("parity", "cyclic", "s3", "a5", "mqar", "dyck1", "anbncn", "selective_copying", "noisy_recall",
+         "compression", "memorisation")
 #: the models and tasks every run has: the claims read them
 REQUIRED_MODELS = ("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer")
 REQUIRED_TASKS = ("parity",)
@@ -39,9 +40,12 @@ class Config(RuntimeConfig, BaseConfig):
     transformer (the claims)."""
     tasks: Annotated[tuple[str, ...], Choices(*TASKS), Each(unique=True)] = ("parity", "mqar")
     """Tasks (lab.datasets.synthetic): parity, cyclic (Z_5), s3, a5 (state tracking: the running group element at
-    every position), mqar (multi-query associative recall), dyck1, anbncn (prefix membership). Must include
+    every position), mqar (multi-query associative recall), dyck1, anbncn (prefix membership), and MAD's skills
+    (lab.datasets.mad): selective_copying (4 tokens hidden in noise; length grows the noise), noisy_recall (4
+    bindings repeated among noise; length grows the stream), compression (reconstruct the first (L - 1) // 2 tokens;
+    length grows what must be kept), memorisation (a fixed table; length only adds positions). Must include
     parity. Quick runs parity and MQAR (the claims' tasks) to stay within about 5 minutes on 2 cores; full runs all
-    seven."""
+    eleven."""
     budget: Annotated[int, Range(500, 10_000_000)] = 10_000
     """Trainable parameters of every model (each at the width that comes closest: lab.core.zoo.build_matched)."""
     n_layers: Annotated[int, Range(1, 16)] = 2

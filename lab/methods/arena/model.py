@@ -39,6 +39,12 @@ SOURCES = {
             "and the word problems (Kazemnejad et al. 2023; Merrill & Sabharwal 2023: TC0)",
     "zoology": "Arora et al. 2024 (zoology): recall accuracy of a recurrent model is bounded by its state size; "
                "attention recalls at any length from its growing key-value cache",
+    "mamba": "Gu & Dao 2023, 'Mamba' (section 3.1, Fig. 2): a time-invariant layer cannot select the tokens to "
+             "copy out of noise of varying spacing; an input-dependent gate can, at any length",
+    "jelassi": "Jelassi et al. 2024, 'Repeat after me': a model with a fixed-size state cannot copy sequences longer "
+               "than its state holds (about state bits / log2 vocabulary tokens); a transformer can in principle",
+    "mad": "Poli et al. 2024 (MAD): memorisation is a property of the weights (a fixed table), not of the sequence "
+           "mixer; theory ties no class's ability to the length",
 }
 
 
@@ -51,6 +57,20 @@ class Prediction:
 
 
 _STATE = ("parity", "cyclic", "s3", "a5")
+_MAD = ("selective_copying", "noisy_recall", "compression", "memorisation")
+_RECURRENT = ("lti", "diag01", "diag11", "householder01", "householder11", "gru", "lstm")
+
+
+def _mad(family: str, task: str) -> Prediction:
+    """MAD's skills: compression needs a state that grows with the length; selective copying an input-dependent
+    gate; noisy recall a fixed number of bindings (open for every class, as MQAR); memorisation only weights."""
+    if task == "compression":
+        return Prediction("no" if family in _RECURRENT else "open", "jelassi")
+    if task == "selective_copying":
+        return Prediction("no" if family == "lti" else "open", "mamba")
+    if task == "noisy_recall":
+        return Prediction("yes" if family in ("nope", "rope") else "open", "zoology")
+    return Prediction("open", "mad")
 
 
 def _lti(task: str) -> Prediction:
@@ -97,6 +117,8 @@ def _attention(task: str) -> Prediction:
 def prediction(model: str, task: str) -> Prediction:
     """Theory's prediction for ``model`` (a :data:`FAMILY` key) on ``task`` at every length."""
     family = FAMILY[model]
+    if task in _MAD:
+        return _mad(family, task)
     if family == "lti":
         return _lti(task)
     if family == "diag01":

@@ -379,3 +379,25 @@ def test_index_opens_offline_with_its_pictures(report_dir, browser):
             assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100")
     finally:
         seen["context"].close()
+
+
+def test_a_cold_report_starts_the_longest_notebook_first(tmp_path, monkeypatch):
+    """With nothing to reuse, notebooks start in the order of their Configs' estimated work (a stamp's seconds where
+    one is left), so that no long notebook runs alone at the end (issue 43)."""
+    from lab import report
+
+    started = []
+
+    def record(todo, out_dir, profile, jobs):
+        started.extend(m.slug for m in todo)
+        return iter([(m, 0.0, "not run") for m in todo])
+
+    monkeypatch.setattr(report.build, "local_runs", record)
+    slugs = ["qgpm", "dam", "psm"]
+    report.build_report(slugs, profile="quick", jobs=2, out=tmp_path)
+    work = {s: registry.get(s).config.from_profile("quick").run_budget().work for s in slugs}
+    assert started == sorted(slugs, key=lambda s: -work[s]) and started[0] == "psm", started
+    (tmp_path / "quick" / "qgpm.run.json").write_text('{"key": "old", "seconds": 1e6}')  # a stale stamp
+    started.clear()
+    report.build_report(slugs, profile="quick", jobs=2, out=tmp_path)
+    assert started[0] == "qgpm", started

@@ -14,7 +14,7 @@ from lab.io import atomic_write_bytes, atomic_write_text
 from .execute import connect, dask_runs, local_runs
 from .export import install_mathjax, to_html
 from .index import render_index
-from .reuse import headline_path, last_good_run, run_key, stamp_path, write_stamp
+from .reuse import expected_seconds, headline_path, last_good_run, run_key, stamp_path, write_stamp
 from .summary import NotebookRun, ReportSummary, summary_json
 
 __all__ = ["build_report", "collect"]
@@ -83,6 +83,7 @@ def build_report(
         install_mathjax(out_dir)
         runs: dict[str, NotebookRun] = {}
         keys = {m.slug: run_key(m, profile) for m in methods}
+        expected = {m.slug: expected_seconds(m, out_dir, profile) for m in methods}  # before stale stamps go
         todo = []
         for m in methods:
             reused = None if force else last_good_run(m, keys[m.slug], out_dir)
@@ -94,6 +95,7 @@ def build_report(
                     stale.unlink(missing_ok=True)  # the index shows this run, or its failure, never an older run
                 todo.append(m)
         if todo:
+            todo.sort(key=lambda m: -expected[m.slug])  # longest first: no long notebook left alone at the end
             finished = (dask_runs(todo, out_dir, profile, client) if client is not None
                         else local_runs(todo, out_dir, profile, jobs))
             where = "on Dask" if client is not None else f"{jobs} local process{'es' if jobs > 1 else ''}"

@@ -23,8 +23,8 @@ from lab.io import atomic_write_text
 
 from .summary import NotebookRun
 
-__all__ = ["METHODS_DIR", "ROOT", "SHARED_CODE", "headline_path", "last_good_run", "run_key", "source_files",
-           "stamp_path", "write_stamp"]
+__all__ = ["METHODS_DIR", "OPS_PER_SECOND", "ROOT", "SHARED_CODE", "expected_seconds", "headline_path",
+           "last_good_run", "run_key", "source_files", "stamp_path", "write_stamp"]
 
 #: the repository root: the notebooks, the lab and the kernels live under it
 ROOT = registry.NOTEBOOK_DIR.parent
@@ -77,6 +77,25 @@ def write_stamp(out_dir: Path, slug: str, key: str, seconds: float, html: str | 
     stamp = {"key": key, "seconds": seconds, "html": html,
              "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     atomic_write_text(stamp_path(out_dir, slug), json.dumps(stamp, indent=2))
+
+
+#: operations per second a notebook's run reaches on one core of a laptop, for the order of a cold report (the quick
+#: profiles' ``run_budget().work`` against their notebook times on 2 cores: 0.01 to 0.25 s per 10^9, median 0.1)
+OPS_PER_SECOND = 1e10
+
+
+def expected_seconds(m, out_dir: Path, profile: str) -> float:
+    """How long ``m``'s notebook is expected to run: its last run's seconds where a stamp is left (whatever its key),
+    else its Config's estimated work (``run_budget()``) at :data:`OPS_PER_SECOND`; 0 where neither is known. The
+    report starts the longest first, so that no long notebook is left to run alone at the end."""
+    try:
+        return float(json.loads(stamp_path(out_dir, m.slug).read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        return float(m.config.from_profile(profile).run_budget().work) / OPS_PER_SECOND
+    except Exception:  # a method whose Config cannot be built here is run, just not ordered
+        return 0.0
 
 
 def last_good_run(m, key: str, out_dir: Path) -> NotebookRun | None:

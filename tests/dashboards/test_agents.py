@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -74,4 +75,6 @@ def test_agents_loads_and_a_longer_corridor_changes_the_rollout(page, serve_app,
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.includes('corridor of 31 steps'))",
                            timeout=60_000)
     assert plot_titles(page) != before
+    timed_update(page, lambda: handle.press("ArrowLeft"), "agents")  # one step of the main widget
+    timed_first_plot(page, url, "agents")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -47,4 +48,6 @@ def test_arena_loads_and_the_length_buttons_change_the_heat_map(page, serve_app,
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('Accuracy at 2x'))", timeout=60_000)
     assert plot_titles(page) != before
     assert page.get_by_text("Theory").count() >= 1
+    timed_update(page, lambda: page.get_by_role("button", name="4", exact=True).click(), "arena")  # main widget
+    timed_first_plot(page, url, "arena")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

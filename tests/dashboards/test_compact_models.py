@@ -9,6 +9,7 @@ import types
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_title
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -125,8 +126,11 @@ def test_compact_models_loads_and_the_encoder_choice_changes_the_plots(page, ser
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('LPNet-Conv: '))", timeout=60_000)
     after = plot_titles(page)
     assert after != before and any(t.startswith("LPNet-Conv: ") for t in after), after
+    encoder = page.locator("select:has(option:text-is('lpnet_conv'))")
+    timed_update(page, lambda: encoder.select_option(label="lpnet_s3k"), "compact_models")  # back: warm
     page.locator(".bk-tab", has_text="SSDi8").first.click()
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('evaluation perplexity'))",
                            timeout=180_000)
     wait_for_title(page, "values (", timeout=60_000)  # the activation histogram
+    timed_first_plot(page, url, "compact_models")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

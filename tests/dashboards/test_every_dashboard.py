@@ -1,5 +1,6 @@
 """Every dashboard has a browser test at 1400 x 900 that loads it, moves its main widget until a plot changes and
-ends with :func:`tests.dashboards.waiting.assert_page_reads` (no console error, nothing wider than the window). The
+ends with :func:`tests.dashboards.waiting.assert_page_reads` (no console error, nothing wider than the window);
+one of them times the main widget's update and the warm page's first plot (:mod:`tests.dashboards.latency`). The
 tests themselves live beside each dashboard (``test_<name>.py``, each with its own ci-sized data); this module
 holds them to that, and checks the width check on pages made to overflow."""
 
@@ -44,6 +45,9 @@ def test_the_dashboard_has_a_browser_test_that_ends_with_the_page_check(name):
         assert _marked_browser(tree, fn), f"{path.name}::{fn.name} is not marked browser"
         assert _calls(fn, "serve_app"), f"{path.name}::{fn.name} does not serve the dashboard"
         assert _calls(fn, "assert_page_reads"), f"{path.name}::{fn.name} does not end with assert_page_reads(page)"
+    # issue 43: the waits a researcher meets, measured in Chromium (tests/dashboards/latency.py)
+    for timed in ("timed_update", "timed_first_plot"):
+        assert any(_calls(fn, timed) for fn in tests), f"{path.name}: no browser test measures {timed}"
 
 
 @pytest.mark.browser

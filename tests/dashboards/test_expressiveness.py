@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -57,4 +58,6 @@ def test_expressiveness_loads_and_the_length_slider_changes_the_plots(page, serv
         page.wait_for_timeout(250)
         after = plot_titles(page)
     assert after != before, before
+    timed_update(page, lambda: handle.press("PageDown"), "expressiveness")  # one step of the main widget
+    timed_first_plot(page, url, "expressiveness")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

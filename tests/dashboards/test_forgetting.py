@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -81,4 +82,6 @@ def test_forgetting_loads_and_the_corruption_select_changes_the_cell(page, serve
     after = plot_titles(page)
     assert after != before
     assert not any(t.startswith("random, discovery") for t in before), before
+    timed_update(page, lambda: select.select_option(label="backdoor"), "forgetting")  # back: warm
+    timed_first_plot(page, url, "forgetting")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

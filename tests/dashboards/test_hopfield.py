@@ -4,6 +4,7 @@ alpha slider changes the plot."""
 import pytest
 
 from tests.conftest import plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads
 
 
@@ -57,6 +58,8 @@ def test_hopfield_loads_and_alpha_slider_changes_the_plot(page, serve_app):
     )
     after = plot_titles(page)
     assert after != before
+    timed_update(page, lambda: handle.press("ArrowLeft"), "hopfield")  # one step of the main widget
+    timed_first_plot(page, url, "hopfield")  # the page opened again
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window
 
 

@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import plot_titles, wait_for_bokeh, wait_for_title
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads
 
 pytestmark = pytest.mark.browser
@@ -52,4 +53,6 @@ def test_pruning_dashboard_ratio_slider_changes_the_plots(ci_dashboard, page, se
     after = plot_titles(page)
     assert after != before
     assert any("ratio = 0.80" in t and "kept" in t for t in after), after
+    timed_update(page, lambda: handle.press("ArrowLeft"), "pruning")  # one step of the main widget
+    timed_first_plot(page, url, "pruning")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

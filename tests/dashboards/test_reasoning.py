@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -82,4 +83,6 @@ def test_reasoning_loads_and_the_step_slider_changes_the_tape(page, serve_app, c
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('step {last - 2}:'))", timeout=60_000)
     after = plot_titles(page)
     assert after != before
+    timed_update(page, lambda: handle.press("ArrowLeft"), "reasoning")  # one step of the main widget
+    timed_first_plot(page, url, "reasoning")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

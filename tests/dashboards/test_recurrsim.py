@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh, wait_for_title
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads
 
 pytestmark = pytest.mark.browser
@@ -114,6 +115,8 @@ def test_recurrsim_dashboard_animates_every_equation(ci_dashboard, page, serve_a
     page.wait_for_function("(old) => !document.body.innerText.includes(old)", arg=before_summary, timeout=120_000)
     after_summary = page.get_by_text("rollout nRMSE").inner_text()
     assert "K = 2" in after_summary and after_summary != before_summary
+    timed_update(page, lambda: handle.press("ArrowRight"), "recurrsim")  # one step of the main widget
+    timed_first_plot(page, url, "recurrsim")  # the page opened again, its data warm
 
     assert _server_errors(caplog) == []
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
 
@@ -65,4 +66,6 @@ def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, c
     assert after != before
     assert any(t == f"true W, session {last - 2}" for t in after), after
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt")), "the fit was not cached on disk"
+    timed_update(page, lambda: handle.press("ArrowLeft"), "steer")  # one step of the main widget
+    timed_first_plot(page, url, "steer")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

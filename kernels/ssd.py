@@ -249,18 +249,8 @@ def _numba(backend: str, seq_idx=None) -> bool:
 
 
 def _on_numba(name: str, q: int, *tensors):
-    """Stage ``name`` on the Numba kernels; its backward differentiates the stage's torch form
-    (:data:`_TORCH_STAGES`)."""
-    return numba_stage(name, q, _TORCH_STAGES[name], *tensors)
-
-
-#: each stage on torch ops, taking the arguments of its Numba form: what the Numba stages' backward differentiates
-_TORCH_STAGES = {
-    "bmm": lambda q, C, B: ssd_bmm(C, B, q),
-    "chunk_state": lambda q, B, x, dt, cum: ssd_chunk_state(B, x, dt, cum),
-    "state_passing": lambda q, cs, cum, h0: ssd_state_passing(cs, cum, h0),
-    "chunk_scan": lambda q, CB, x, dt, cum, C, st: ssd_chunk_scan(CB, x, dt, cum, C, st),
-}
+    """Stage ``name`` on the Numba kernels, forward and backward (:mod:`kernels._numba.ssd_stages`)."""
+    return numba_stage(name, q, *tensors)
 
 
 def _segsum_from_cumsum(a_cum: torch.Tensor) -> torch.Tensor:
@@ -290,8 +280,8 @@ def ssd(x, dt, A, B, C, chunk_size, D=None, initial_states=None, return_final_st
             where it changes (the initial state belongs to the first sequence).
         hooks: ``{point: fn}`` applied to the tensor at each point of :data:`HOOK_POINTS` (``x``, ``B``, ``C``, the
             group products ``CB``, the ``chunk_states`` and the entering ``states``), e.g. to quantise them.
-        backend: ``torch`` (the stages as torch ops), ``numba`` (stages 2-5 on Numba kernels, their backward
-            through the torch stages; no ``seq_idx``) or ``auto`` (``torch``: see :mod:`kernels._numba.ssd_stages`).
+        backend: ``torch`` (the stages as torch ops), ``numba`` (stages 2-5 on Numba kernels, forward and
+            backward; no ``seq_idx``) or ``auto`` (``torch``: see :mod:`kernels._numba.ssd_stages`).
 
     Returns:
         ``y`` ``(batch, length, heads, headdim)`` in x's dtype (float16/bfloat16 are computed in float32), and the

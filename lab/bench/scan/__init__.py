@@ -22,7 +22,8 @@ a shared machine hits them alike):
   warm-up; torch allocations are invisible to tracemalloc),
   compared with the size of one ``(batch, channels, length, state)`` tensor. The peak is Linux's ``VmHWM``, reset
   through ``/proc/self/clear_refs`` after the warm-up (``ru_maxrss`` would carry the parent's peak into the child).
-* ``ssd``: the chunked form vs the sequential recurrence at scaled-down Mamba-2 sizes, forward and forward+backward.
+* ``ssd``: the chunked form (torch stages, and stages 2-5 on Numba, forward and backward) vs the sequential
+  recurrence at scaled-down Mamba-2 sizes, forward and forward+backward.
 * first-call time of ``linear_scan`` in a fresh process, with Numba's on-disk cache warm and (full run) cold.
 
 Modules: :mod:`.timing` (flushing, round-robin timing), :mod:`.linear`, :mod:`.selective` and :mod:`.first_call`

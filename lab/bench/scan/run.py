@@ -111,9 +111,9 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
         return float(ls_med[case_names.index(case), li[impl], MODES.index(mode)])
 
     targets = []
-    for case in case_names:  # issue 11: >= 85% of the same-run bandwidth in every case
+    for case in case_names:  # issue 43 (was 85 in issue 11): >= 90% of the same-run bandwidth in every case
         pct = float(ls_pct[case_names.index(case), li["numba"], 0])
-        targets.append((f"linear_scan fwd {case}: % of bandwidth", ">= 85", pct, pct >= 85))
+        targets.append((f"linear_scan fwd {case}: % of bandwidth", ">= 90", pct, pct >= 90))
     for case in ("time_contiguous", "channels_last"):
         sp = med(case, "torch_loop", "fwd") / med(case, "numba", "fwd")
         targets.append((f"linear_scan fwd {case}: x torch loop", ">= 10", sp, sp >= 10))
@@ -126,7 +126,7 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
     # pair by pair (a forward right before each forward+backward, in one process), then the median: the machine's
     # speed drifts between the separate fwd and fwd_bwd processes by more than the margin (ss_time keeps both)
     ratio = float(np.nanmedian(ss_times[0, 1] / ss_paired_fwd))
-    targets.append(("selective_scan numba fwd+bwd / fwd (paired)", "<= 3", ratio, ratio <= 3))
+    targets.append(("selective_scan numba fwd+bwd / fwd (paired)", "<= 2.5", ratio, ratio <= 2.5))  # issue 43
     worst = float(np.max(ss_max[0]))
     targets.append(
         ("selective_scan numba largest tensor / one (B,D,L,N) tensor", "< 1", worst / bdln_bytes, worst < bdln_bytes)
@@ -135,6 +135,11 @@ def run_scan_bench(quick: bool = False, progress: bool = True):
     targets.append(
         ("selective_scan numba fwd peak extra RSS / one (B,D,L,N)", "< 1", peak / bdln_bytes, peak < bdln_bytes)
     )
+
+    for mode in MODES:  # issue 43: the Numba stages (forward and their Numba backward) beat the torch stages
+        sp = float(ssd_med[ssd_impls.index("chunked"), MODES.index(mode)] /
+                   ssd_med[ssd_impls.index("chunked_numba"), MODES.index(mode)])
+        targets.append((f"ssd {mode}: numba stages x torch stages", ">= 1", sp, sp >= 1))
 
     speedup = np.empty_like(ls_med)  # baseline time / numba time (fwd: numba with out=, fwd_bwd: plain call)
     speedup[..., 0] = ls_med[..., 0] / ls_med[:, li["numba"], None, 0]

@@ -9,7 +9,7 @@ JOBS ?= 2
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install report serve test test-all bench lint chromium clean help
+.PHONY: install report serve test test-all bench gpu gpu-wheels lint chromium clean help
 
 help:
 	@echo "make report   install, execute every notebook (PROFILE=$(PROFILE)), write reports/$(PROFILE)/index.html"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-all the tests including the slow ones"
 	@echo "make serve    serve the dashboards on http://127.0.0.1:5006"
 	@echo "make bench    lab bench scan, pde and layers (lab bench gpu on a CUDA machine)"
+	@echo "make gpu      on a CUDA machine: lab bench gpu and ssm_ltl's full profile on the GPU (.ci/gpu)"
 
 install: $(STAMP)
 
@@ -37,6 +38,18 @@ bench: install
 	$(BIN)/lab bench scan
 	$(BIN)/lab bench pde
 	$(BIN)/lab bench layers
+
+gpu:
+	.ci/gpu
+
+# what a lent GPU machine's python3 lacks of the lab's needs (its image holds torch, Triton, numpy, xarray, numba):
+# wheels for Python 3.12 in .whl/, which .ci/gpu installs there
+GPU_WHEELS := dask==2026.8.0 distributed==2026.8.0 h5netcdf==1.8.3 locket==1.0.0 partd==1.4.2 tblib==3.2.2 \
+	zict==3.0.0 tornado==6.6.1
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d .whl $(GPU_WHEELS)
 
 chromium:
 	@if command -v chromium >/dev/null 2>&1; then :; \

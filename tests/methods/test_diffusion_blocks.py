@@ -256,6 +256,9 @@ def test_ci_run_has_the_documented_dims_and_measured_costs(ci_result):
     assert ds.accuracy.dims == ("seed", "cls_model") and ds.sizes["cls_model"] == len(CLS_MODELS)
     assert ds.sizes["seed"] == cfg.n_seeds and ds.sizes["stage"] == cfg.n_blocks + 1
     assert np.isfinite(ds.path.values).all() and np.isfinite(ds.energy_distance.values).all()
+    # each classifier's mean probability of the true class (what sampling its label scores), a percentage
+    p = ds.true_class_probability
+    assert p.dims == ("seed", "cls_model") and ((p > 0) & (p < 100)).all()
     # one Gaussian fitted to eight modes is far from the data: well above the estimator's noise
     assert (ds.gaussian_energy > 2 * abs(ds.energy_floor)).all()
     assert [r.name for r in res.claims if r.headline] == ["blocks_match_e2e_accuracy"]

@@ -50,6 +50,10 @@ SCHEMA = Schema(
     Var("toy_train_cpu", ("seed", "toy_model"), "CPU time of training (as measured when trained, cached runs "
                                                 "included)", "s"),
     Var("accuracy", ("seed", "cls_model"), "test accuracy", "%"),
+    Var("true_class_probability", ("seed", "cls_model"),
+        "mean softmax probability of the true class on the test set: what a classifier that samples its label "
+        "from these probabilities scores (blocks: the first inference level's logits, the posterior the "
+        "probability-flow step from σ_max moves toward)", "%"),
     Var("level_accuracy", ("seed", "level", "reading"),
         "test accuracy of the blocks' logits at each inference level: along the inference (the state the previous "
         "step left), and given the true class's embedding noised at that level (what the block met in training), "
@@ -110,12 +114,16 @@ def _generate(cfg: Config, res, s: int, seed: int, bar) -> None:
 
 
 def _classify(cfg: Config, task, res, s: int, seed: int, bar) -> None:
-    """Seed ``s``: the test accuracy of every classifier."""
+    """Seed ``s``: the test accuracy of every classifier and its mean probability of the true class."""
     for m, kind in enumerate(CLS_MODELS):
         trained = cls_run(cfg, task, kind, seed)
         path: list = []
         pred = classify(cfg, trained.model, task.x_test, seed, path=path)
         res["accuracy"][s, m] = 100.0 * float((pred == task.y_test).float().mean())
+        with torch.no_grad():
+            logits = path[0] if kind == "blocks" else trained.model.logits(task.x_test)
+        res["true_class_probability"][s, m] = 100.0 * float(
+            logits.softmax(-1).gather(1, task.y_test[:, None]).mean())
         if kind == "blocks":  # where the accuracy is made and lost along the inference
             res["level_accuracy"][s, :, 0] = [100.0 * float((lg.argmax(-1) == task.y_test).float().mean())
                                               for lg in path]

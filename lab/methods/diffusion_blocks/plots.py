@@ -146,7 +146,21 @@ def _levels_text(ds: xr.Dataset) -> str:
             "alone; the later ones trained where the noisy embedding carries most of the label (the shuffled "
             "inputs' row), so along the inference they keep the class the first step moved toward, drawn from the "
             "first block's posterior, rather than correct it: the blocks classify like their first block, one "
-            f"block's depth (trained end to end: {float(ds.accuracy.sel(cls_model='small').mean()):.1f}).")
+            f"block's depth (trained end to end: {float(ds.accuracy.sel(cls_model='small').mean()):.1f})."
+            + _sampling_text(ds))
+
+
+def _sampling_text(ds: xr.Dataset) -> str:
+    """The sentence on sampling against argmax, from ``true_class_probability`` (absent in older runs)."""
+    if "true_class_probability" not in ds:
+        return ""
+    p, acc = ds.true_class_probability.mean("seed"), ds.accuracy.mean("seed")
+    return (f" The chain ends near the first level's mean probability of the true class "
+            f"({float(p.sel(cls_model='blocks')):.1f}; chain {float(acc.sel(cls_model='blocks')):.1f}): the "
+            "reference inference samples a label. Sampling costs every classifier its margin over the argmax: from "
+            f"the end-to-end network's own probabilities it would score {float(p.sel(cls_model='e2e')):.1f} "
+            f"(argmax {float(acc.sel(cls_model='e2e')):.1f}), from the small one's "
+            f"{float(p.sel(cls_model='small')):.1f} (argmax {float(acc.sel(cls_model='small')):.1f}).")
 
 
 def discussion(ds: xr.Dataset) -> str:

@@ -10,9 +10,9 @@ import torch
 from click.testing import CliRunner
 
 from lab.config import ConfigError
+from lab.core.chain import MultiSubstepState, StateGuidedAttention, sparse_mask
 from lab.methods.chaingpt import model as M
 from lab.methods.chaingpt.config import Config
-from lab.methods.chaingpt.layers import MultiSubstepState, StateGuidedAttention, sparse_mask
 from lab.methods.chaingpt.train import build, matched_width, n_params
 
 

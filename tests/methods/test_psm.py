@@ -11,9 +11,9 @@ import xarray as xr
 from click.testing import CliRunner
 
 from lab.config import ConfigError
+from lab.core.psm import PSM
 from lab.core.transformer import n_params
 from lab.methods.psm.config import REQUIRED_MODELS, Config
-from lab.methods.psm.model import PSM
 
 
 def _psm(aggregator="transformer", chunk=3, seed=0):

@@ -44,10 +44,11 @@ computation per token, and an entropy rule decides per token when to stop.
   depth); training draws the depth ``r`` uniformly in ``1..r_max`` per step and backpropagates through the last
   ``bptt`` iterations. Stopping is per token: a stopped token keeps its state and still serves as context.
 
-:mod:`.layers` (the two mixers), :mod:`.model` (block, looped model, adaptive stopping), :mod:`.train` (data,
-models, cached training, evaluation), :mod:`.experiment` (``run``), :mod:`.claims`, :mod:`.plots`, :mod:`.live`
-(per-token iterations for the dashboard); shared: :func:`kernels.delta_rule`, the transformer and Mamba baselines
-(:mod:`lab.core`), the tasks (:mod:`lab.datasets.synthetic`); notebook ``09_chaingpt.ipynb``.
+:mod:`lab.core.chain` (the block and its two mixers, shared with the arena), :mod:`.model` (looped model,
+adaptive stopping), :mod:`.train` (data, models, cached training, evaluation), :mod:`.experiment` (``run``),
+:mod:`.claims`, :mod:`.plots`, :mod:`.live` (per-token iterations for the dashboard); shared:
+:func:`kernels.delta_rule`, the transformer and Mamba baselines (:mod:`lab.core`), the tasks
+(:mod:`lab.datasets.synthetic`); notebook ``09_chaingpt.ipynb``.
 """
 
 from lab.registry import Method

@@ -1,7 +1,8 @@
 """ChainGPT: a bottom block, a looped core block with recurrent depth, a top module; per-token adaptive stopping.
 
-Inside every block (:class:`ChainBlock`) the two mixers of :mod:`.layers`: the multi-substep state layer and
-state-guided sparse attention, then an MLP. Across blocks (:class:`ChainGPT`)::
+Inside every block (:class:`lab.core.chain.ChainBlock`, shared with the arena's zoo) the two mixers of
+:mod:`lab.core.chain`: the multi-substep state layer and state-guided sparse attention, then an MLP. Across blocks
+(:class:`ChainGPT`)::
 
     e = Bottom(embed(x))                                  (bottom block, run once)
     h_0 = 0;   h_i = Core(Adapter([h_{i-1}; e]))          (the same core block, i = 1..r; e injected every time)
@@ -25,40 +26,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lab.methods.chaingpt.layers import MultiSubstepState, StateGuidedAttention
+from lab.core.chain import ChainBlock
 
-__all__ = ["ChainBlock", "ChainGPT", "Adaptive", "entropy"]
+__all__ = ["ChainBlock", "ChainGPT", "Adaptive", "entropy"]  # ChainBlock: lab.core.chain (the arena uses it too)
 
 
 def entropy(logits: torch.Tensor) -> torch.Tensor:
     """Entropy in nats of the softmax over the last axis: ``(..., C) -> (...)``."""
     logp = F.log_softmax(logits.float(), dim=-1)
     return -(logp.exp() * logp).sum(-1)
-
-
-class ChainBlock(nn.Module):
-    """One ChainGPT layer: ``x + State(norm x)``, ``x + SGSA(norm x; anchors from the state output)``,
-    ``x + MLP(norm x)``; ``(batch, length, d) -> (batch, length, d)``.
-
-    Arguments:
-        d_model, n_heads: sizes. substeps, delta_rank: see :class:`.layers.MultiSubstepState`.
-        window, every, anchors: see :class:`.layers.StateGuidedAttention`. mlp_ratio: MLP width / d_model.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, *, substeps: int, delta_rank: int, window: int, every: int,
-                 anchors: bool = True, mlp_ratio: int = 2):
-        super().__init__()
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(3))
-        self.state = MultiSubstepState(d_model, n_heads, substeps, delta_rank)
-        self.attn = StateGuidedAttention(d_model, n_heads, window, every, anchors)
-        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
-                                 nn.Linear(mlp_ratio * d_model, d_model))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        s = self.state(self.norms[0](x))  # (b, L, d): also the segment summaries the anchors hold
-        x = x + s
-        x = x + self.attn(self.norms[1](x), s)
-        return x + self.mlp(self.norms[2](x))
 
 
 class Adaptive(tuple):

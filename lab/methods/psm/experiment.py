@@ -9,11 +9,11 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
+from lab.core.psm import BRACKETINGS
 from lab.core.runtime import threads
 from lab.core.transformer import n_params
 from lab.methods.psm.config import Config
 from lab.methods.psm.live import counter_trace
-from lab.methods.psm.model import BRACKETINGS
 from lab.methods.psm.train import accuracy_by_position, regime, train_all, trained_model, training_steps, widths
 from lab.results import Coord, Schema, Var
 

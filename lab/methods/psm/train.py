@@ -20,13 +20,13 @@ from torch import nn
 
 from lab.cache import Trained, cached_model, state_path
 from lab.core.models import SSMStack
+from lab.core.psm import PSM
 from lab.core.runtime import threads
 from lab.core.tasks import accuracy_by_position  # noqa: F401  re-exported: the experiment reads it here
 from lab.core.train import fit, seed_everything
 from lab.core.transformer import TokenTagger, Transformer, n_params
 from lab.datasets.tokens import IGNORE, TokenTask
 from lab.methods.psm.config import Config
-from lab.methods.psm.model import PSM
 
 __all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "build", "mixed_lengths", "regime", "token_loss",
            "train_all", "trained_model", "training_steps", "widths"]

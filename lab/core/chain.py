@@ -1,6 +1,8 @@
-"""ChainGPT's two token mixers: the multi-substep state layer ("RWKV-Product") and state-guided sparse attention.
+"""ChainGPT's layer (:class:`ChainBlock`) and its two token mixers: the multi-substep state layer ("RWKV-Product") and
+state-guided sparse attention. ``lab.methods.chaingpt`` loops the block; the arena's zoo (:mod:`lab.core.zoo`) stacks
+it.
 
-Both map ``(batch, length, d_model) -> (batch, length, d_model)`` and are causal. The state layer runs its
+The two mixers map ``(batch, length, d_model) -> (batch, length, d_model)`` and are causal. The state layer runs its
 recurrence through :func:`kernels.delta_rule` (``num_householder = M`` substeps per token, a diagonal log-decay
 gate per substep); the attention layer reads a local window of tokens plus global anchors into which the state layer
 has written its segment summaries.
@@ -19,7 +21,7 @@ from torch import nn
 import kernels
 from lab.checks import bad_value
 
-__all__ = ["MultiSubstepState", "StateGuidedAttention", "sparse_mask"]
+__all__ = ["ChainBlock", "MultiSubstepState", "StateGuidedAttention", "sparse_mask"]
 
 
 def _shift(x: torch.Tensor, prev: torch.Tensor | None = None) -> torch.Tensor:
@@ -130,7 +132,7 @@ def sparse_mask(length: int, window: int, every: int, anchors: bool) -> torch.Te
     """
     t = torch.arange(length)
     tokens = (t[None, :] <= t[:, None]) & (t[None, :] > t[:, None] - window)
-    ends = torch.arange(every - 1, length, every)
+    ends = torch.arange(every - 1, max(length, every - 1), every)  # none before the first segment ends
     anchor = (ends[None, :] <= t[:, None]) & anchors
     return torch.cat([tokens, anchor], dim=1)
 
@@ -168,3 +170,28 @@ class StateGuidedAttention(nn.Module):
         mask = sparse_mask(L, self.window, self.every, self.anchors)[:, : k.shape[2]].to(x.device)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (b, h, L, e)
         return self.out(rearrange(y, "b h l e -> b l (h e)"))
+
+
+class ChainBlock(nn.Module):
+    """One ChainGPT layer: ``x + State(norm x)``, ``x + SGSA(norm x; anchors from the state output)``,
+    ``x + MLP(norm x)``; ``(batch, length, d) -> (batch, length, d)``.
+
+    Arguments:
+        d_model, n_heads: sizes. substeps, delta_rank: see :class:`MultiSubstepState`.
+        window, every, anchors: see :class:`StateGuidedAttention`. mlp_ratio: MLP width / d_model.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, substeps: int, delta_rank: int, window: int, every: int,
+                 anchors: bool = True, mlp_ratio: int = 2):
+        super().__init__()
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(3))
+        self.state = MultiSubstepState(d_model, n_heads, substeps, delta_rank)
+        self.attn = StateGuidedAttention(d_model, n_heads, window, every, anchors)
+        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
+                                 nn.Linear(mlp_ratio * d_model, d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.state(self.norms[0](x))  # (b, L, d): also the segment summaries the anchors hold
+        x = x + s
+        x = x + self.attn(self.norms[1](x), s)
+        return x + self.mlp(self.norms[2](x))

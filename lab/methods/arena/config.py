@@ -11,7 +11,7 @@ from lab.core.runtime import RuntimeConfig
 
 #: the architectures of lab.core.zoo (its KINDS; a test checks the two agree): config.py imports no torch
 MODELS = ("lru", "s5", "mamba", "mamba2", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "lstm",
-          "transformer", "transformer_rope")
+          "transformer", "transformer_rope", "psm", "chaingpt")
 #: the tasks of lab.datasets.synthetic the arena runs: state tracking, recall, formal languages, MAD's skills
 TASKS = ("parity", "cyclic", "s3", "a5", "mqar", "dyck1", "anbncn", "selective_copying", "noisy_recall",
          "compression", "memorisation")
@@ -36,7 +36,9 @@ class Config(RuntimeConfig, BaseConfig):
         "mamba", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "transformer")
     """Architectures (lab.core.zoo): lru, s5, mamba, mamba2 (SSD), gla / gla_neg (gated diagonal linear RNN, gates
     in (0, 1) / (-1, 1)), deltanet / deltanet_neg (gated delta rule, beta in (0, 1) / (0, 2)), gru, lstm, transformer
-    (no positions), transformer_rope (rotary positions). Must include gla, gla_neg, deltanet, deltanet_neg and
+    (no positions), transformer_rope (rotary positions), psm (prefix-scannable model: a transformer aggregator over
+    chunk states), chaingpt (ChainGPT's multi-substep delta rule with beta in (0, 2) and sparse attention). Must
+    include gla, gla_neg, deltanet, deltanet_neg and
     transformer (the claims)."""
     tasks: Annotated[tuple[str, ...], Choices(*TASKS), Each(unique=True)] = ("parity", "mqar")
     """Tasks (lab.datasets.synthetic): parity, cyclic (Z_5), s3, a5 (state tracking: the running group element at

@@ -21,6 +21,7 @@ FAMILY = {
     "deltanet": "householder01", "deltanet_neg": "householder11",
     "gru": "gru", "lstm": "lstm",
     "transformer": "nope", "transformer_rope": "rope",
+    "psm": "psm", "chaingpt": "chain",
 }
 
 SOURCES = {
@@ -43,6 +44,9 @@ SOURCES = {
              "copy out of noise of varying spacing; an input-dependent gate can, at any length",
     "jelassi": "Jelassi et al. 2024, 'Repeat after me': a model with a fixed-size state cannot copy sequences longer "
                "than its state holds (about state bits / log2 vocabulary tokens); a transformer can in principle",
+    "psm": "Yau et al. 2025, 'Sequential-parallel duality in prefix scannable models': O(log n) chunk states "
+           "combined by a non-associative transformer aggregator; no theorem places it on either side of these tasks "
+           "at every length (the paper measures state tracking and recall at 4x its training length)",
     "mad": "Poli et al. 2024 (MAD): memorisation is a property of the weights (a fixed table), not of the sequence "
            "mixer; theory ties no class's ability to the length",
 }
@@ -125,8 +129,10 @@ def prediction(model: str, task: str) -> Prediction:
         return _diag01(task)
     if family == "diag11":
         return _diag11(task)
-    if family.startswith("householder"):
-        return _householder(task, family.endswith("11"))
+    if family.startswith("householder") or family == "chain":  # ChainGPT: the delta rule with beta in (0, 2)
+        return _householder(task, family != "householder01")
+    if family == "psm":
+        return Prediction("open", "psm")
     if family in ("gru", "lstm"):
         return _rnn(task, family == "lstm")
     return _attention(task)

@@ -13,7 +13,8 @@ THEORY_MARK = {1.0: "yes", 0.0: "no", 0.5: "?"}
 #: one colour per architecture, the same in every plot; the negative-eigenvalue twins are drawn with triangles
 COLOURS = {"mamba": "#1f5fa8", "gla": "#d1495b", "gla_neg": "#2e933c", "deltanet": "#edae49",
            "deltanet_neg": "#8d5a97", "gru": "#00798c", "transformer": "#3b1f2b", "lru": "#a23b72",
-           "s5": "#30638e", "mamba2": "#66a182", "lstm": "#7f7f7f", "transformer_rope": "#b5651d"}
+           "s5": "#30638e", "mamba2": "#66a182", "lstm": "#7f7f7f", "transformer_rope": "#b5651d",
+           "psm": "#e07a5f", "chaingpt": "#3d405b"}
 
 
 def _marker(model: str) -> str:

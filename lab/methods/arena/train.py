@@ -28,7 +28,8 @@ __all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "stream_tokens_per_s", "to
 WEIGHTS_VERSION = 1
 #: relative CPU cost of a training step per model (one thread, quick's sizes): the order run_jobs starts them in
 STEP_COST = {"lru": 1.6, "s5": 1.6, "mamba": 2.5, "mamba2": 2.5, "gla": 1.0, "gla_neg": 1.0, "deltanet": 2.0,
-             "deltanet_neg": 2.0, "gru": 1.2, "lstm": 1.2, "transformer": 1.0, "transformer_rope": 1.1}
+             "deltanet_neg": 2.0, "gru": 1.2, "lstm": 1.2, "transformer": 1.0, "transformer_rope": 1.1,
+             "psm": 3.0, "chaingpt": 3.0}
 #: estimated CPU seconds under which train_all trains in this process (a worker's start costs about 4 s)
 SERIAL_BELOW_S = 20.0
 

@@ -22,11 +22,17 @@ The kinds and where their layers live:
 ``gru``, ``lstm``      ``torch.nn.GRU`` / ``torch.nn.LSTM`` (:class:`lab.core.mixers.RNN`)
 ``transformer``        causal transformer without positions (:class:`lab.core.transformer.Transformer`)
 ``transformer_rope``   the same with rotary positions
+``psm``                prefix-scannable model: chunks of :data:`PSM_CHUNK` tokens, a non-associative transformer
+                       aggregator over chunk states (:class:`lab.core.psm.PSM`, ``kernels.prefix_scan``)
+``chaingpt``           ChainGPT's layer stacked (no depth loop): the multi-substep delta-rule state with β in (0, 2)
+                       and state-guided sparse attention (:class:`lab.core.chain.ChainBlock`)
 =====================  ==============================================================================================
 
 Every recurrent kind is a pre-norm residual stack of its mixer (:class:`lab.core.models.ResidualBlock`) with a final
 LayerNorm; the transformers are the lab's :class:`~lab.core.transformer.Transformer` (attention and an MLP per
-block). Embedding and head are the same for all.
+block); ChainGPT's blocks carry their own norms and MLP, with a final LayerNorm. Embedding and head are the same for
+all but the PSM, which has its own (and pads a sequence on the right to whole chunks: its outputs at a position read
+only the chunks before it and its own chunk's tokens up to it, so the padding changes nothing before it).
 """
 
 from __future__ import annotations
@@ -37,15 +43,20 @@ import torch
 from torch import nn
 
 from lab.checks import bad_value
+from lab.core.chain import ChainBlock
 from lab.core.mixers import RNN, GatedDeltaNet, GatedDiagonal
 from lab.core.models import LINEAR_KINDS, ResidualBlock, SSMStack
+from lab.core.psm import PSM
 from lab.core.ssm import make_mixer
 from lab.core.transformer import Transformer, n_params
 
 __all__ = ["KINDS", "RECURRENT_KINDS", "TokenModel", "build", "build_matched", "tensor_bytes"]
 
 RECURRENT_KINDS = ("lru", "s5", "mamba", "mamba2", "gla", "gla_neg", "deltanet", "deltanet_neg", "gru", "lstm")
-KINDS = RECURRENT_KINDS + ("transformer", "transformer_rope")
+KINDS = RECURRENT_KINDS + ("transformer", "transformer_rope", "psm", "chaingpt")
+#: tokens per chunk of the ``psm`` kind; ChainGPT's attention window, anchor spacing, substeps and delta rank
+PSM_CHUNK = 4
+CHAIN = dict(substeps=2, delta_rank=4, window=8, every=16)
 #: widths are multiples of this (two heads of even width for rotary positions; Mamba-2 heads of 8 channels)
 WIDTH_STEP = 4
 
@@ -82,6 +93,20 @@ class _RecurrentStack(SSMStack):
         self.norm = nn.LayerNorm(d_model)
 
 
+class _ChainStack(nn.Module):
+    """``n_layers`` ChainGPT blocks (:class:`lab.core.chain.ChainBlock`) and a final LayerNorm."""
+
+    def __init__(self, d_model: int, n_layers: int, n_heads: int):
+        super().__init__()
+        self.blocks = nn.ModuleList(ChainBlock(d_model, n_heads, **CHAIN) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+
 class TokenModel(nn.Module):
     """Embedding, a sequence body of one kind, a linear head (module docstring).
 
@@ -101,9 +126,16 @@ class TokenModel(nn.Module):
         if d_model < WIDTH_STEP or d_model % WIDTH_STEP:
             raise bad_value("d_model", d_model, f"a positive multiple of {WIDTH_STEP}")
         self.kind, self.d_model, self.n_layers, self.n_heads = kind, d_model, n_layers, n_heads
+        if kind == "psm":  # its own embedding and head; n_layers blocks in its inference module
+            self.body = PSM(vocab_size, n_classes, d_model=d_model, chunk=PSM_CHUNK, n_heads=n_heads,
+                            inf_layers=n_layers)
+            self.embedding, self.head = self.body.embedding, self.body.head
+            return
         self.embedding = nn.Embedding(vocab_size, d_model)
         if kind in RECURRENT_KINDS:
             self.body = _RecurrentStack(kind, d_model, n_layers, d_state, n_heads)
+        elif kind == "chaingpt":
+            self.body = _ChainStack(d_model, n_layers, n_heads)
         else:
             self.body = Transformer(d_model, n_layers, n_heads, causal=True, rotary=kind == "transformer_rope")
         self.head = nn.Linear(d_model, n_classes)
@@ -115,6 +147,10 @@ class TokenModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """``tokens`` ``(batch, length)`` -> logits ``(batch, length, n_classes)``."""
+        if self.kind == "psm":
+            length = tokens.shape[1]
+            pad = -length % PSM_CHUNK  # whole chunks: the padding sits after every real position
+            return self.body(nn.functional.pad(tokens, (0, pad)))[:, :length]
         return self.head(self.body(self.embedding(tokens)))
 
     def initial_state(self, batch: int) -> list:
@@ -131,11 +167,22 @@ class TokenModel(nn.Module):
         return self.head(h), state
 
     def state_bytes(self, length: int) -> int:
-        """Inference state of one sequence after ``length`` tokens, in bytes: the recurrent state (constant), or the
-        transformer's key-value cache (two ``d_model`` vectors per layer and token, float32)."""
+        """Inference state of one sequence after ``length`` tokens, in bytes: the recurrent state (constant); the
+        transformer's key-value cache (two ``d_model`` vectors per layer and token); the PSM's binary counter (one
+        chunk state of ``chunk`` rows per set bit of the chunks read, :class:`kernels.StreamingPrefix`) and the open
+        chunk's tokens; ChainGPT's per layer: the delta-rule state, the previous token, the window's keys and values
+        and the anchors written so far. Float32."""
+        size, d, length = self.embedding.weight.element_size(), self.d_model, int(length)
         if self.has_step:
             return tensor_bytes(self.initial_state(1))
-        return 2 * self.n_layers * self.d_model * int(length) * self.embedding.weight.element_size()
+        if self.kind == "psm":
+            chunks = length // PSM_CHUNK
+            return (bin(chunks).count("1") * self.body.rows + PSM_CHUNK) * d * size
+        if self.kind == "chaingpt":
+            anchors = length // CHAIN["every"]
+            per_layer = d * d // self.n_heads + d + 2 * d * (min(length, CHAIN["window"]) + anchors)
+            return self.n_layers * per_layer * size
+        return 2 * self.n_layers * d * length * size
 
 
 def build(kind: str, vocab_size: int, n_classes: int, **kwargs) -> TokenModel:

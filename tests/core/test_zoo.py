@@ -55,6 +55,25 @@ def test_state_bytes_constant_for_recurrent_and_growing_for_attention():
         tf.initial_state(1)
 
 
+def test_psm_and_chaingpt_read_any_length_and_hold_sublinear_or_growing_state():
+    torch.manual_seed(2)
+    x = _tokens(2, length=40)
+    for kind in ("psm", "chaingpt"):
+        model = zoo.build(kind, 5, 3, d_model=16, n_layers=2).eval()
+        with torch.no_grad():
+            y = model(x)
+            for n in (1, 5, 13, 16, 17, 33):  # a prefix of any length (PSM: padded to whole chunks) reads the same
+                torch.testing.assert_close(model(x[:, :n]), y[:, :n], atol=1e-5, rtol=1e-4)
+    psm = zoo.build("psm", 5, 3, d_model=16)
+    with torch.no_grad():  # whole chunks: the zoo's model is the PSM itself
+        torch.testing.assert_close(psm(x), psm.body(x))
+    chunk_state = psm.body.rows * 16 * 4
+    assert psm.state_bytes(4 * 8) == chunk_state + 4 * 16 * 4  # 8 chunks read: one counter block, the open chunk
+    assert psm.state_bytes(4 * 7) == 3 * chunk_state + 4 * 16 * 4  # 7 = 0b111: three blocks
+    chain = zoo.build("chaingpt", 5, 3, d_model=16, n_layers=2)
+    assert chain.state_bytes(160) - chain.state_bytes(16) == 2 * 2 * 16 * 9 * 4  # nine more anchors per layer
+
+
 def test_build_matched_comes_close_and_draws_no_random_numbers():
     budget = 12_000
     sizes = {}

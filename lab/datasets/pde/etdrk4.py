@@ -34,10 +34,12 @@ Conventions:
       the Nyquist mode (even ``N``) is set to zero.
     * nonlinear terms are dealiased with the 2/3 rule: modes with
       ``|m| > floor(dealias_fraction * (N // 2))`` are removed from the input of the
-      nonlinearity and from its output (square truncation in 2-D).
+      nonlinearity and from its output (square truncation in 2-D); the stages only touch the
+      ``kept_columns`` leading columns of the last Fourier axis (the others evolve by ``E``).
 
-The arithmetic runs in ``torch`` (its CPU FFT was the fastest of numpy.fft,
-scipy.fft and torch.fft on 2 cores for these sizes); the public API takes and
+The transforms run in ``torch`` (its CPU FFT was the fastest of numpy.fft,
+scipy.fft and torch.fft here), the element-wise stage arithmetic on the CPU in
+the Numba loops of :mod:`lab.datasets.pde.fused`; the public API takes and
 returns NumPy arrays (or torch tensors, which stay tensors).  While stepping,
 torch runs single-threaded by default (the previous thread count is restored
 afterwards): at these sizes intra-op threads gain little on an idle machine and
@@ -57,6 +59,8 @@ import numpy as np
 import torch
 
 from lab.checks import bad_value, check_int, check_real
+
+from .fused import fused_step
 
 __all__ = ["SpectralStepper", "etdrk4_coefficients", "solver_threads", "stepping"]
 
@@ -146,6 +150,9 @@ class SpectralStepper(abc.ABC):
 
     #: whether the equation has a nonlinear (or forcing) term
     has_nonlinear: bool = True
+    #: on the CPU, step with the fused Numba loops of :mod:`lab.datasets.pde.fused` (False: torch only; the same
+    #: numbers to rounding)
+    fused: bool = True
 
     def __init__(
         self,
@@ -170,6 +177,7 @@ class SpectralStepper(abc.ABC):
         self.fourier_shape: tuple[int, ...] = (n,) * (d - 1) + (n // 2 + 1,)
         self._axes = tuple(range(-d, 0))
         self.num_kept_modes = int(self.dealias_fraction * (n // 2))
+        self.kept_columns = min(self.num_kept_modes + 1, self.fourier_shape[-1])  # the columns N reads and writes
         self.linear_operator = np.broadcast_to(
             np.asarray(self._linear_operator(), dtype=np.complex128), self.fourier_shape
         ).copy()
@@ -180,6 +188,7 @@ class SpectralStepper(abc.ABC):
             circle_radius=circle_radius,
         )
         self._tensor_cache: dict[tuple[torch.dtype, torch.device], dict[str, torch.Tensor]] = {}
+        self._buffers: dict[tuple[Any, ...], torch.Tensor] = {}
 
     # ------------------------------------------------------------------ geometry
     @property
@@ -234,29 +243,42 @@ class SpectralStepper(abc.ABC):
         """Diagonal linear operator ``L`` broadcastable to ``fourier_shape``."""
 
     def _nonlinear_arrays(self) -> dict[str, np.ndarray]:
-        """Constant arrays (complex or real) needed by :meth:`_nonlinear`."""
-        return {}
+        return {}  # constant arrays (complex or real) needed by :meth:`_nonlinear`
 
     def _nonlinear_factor(self) -> np.ndarray | None:
-        """Optional diagonal factor ``G`` with ``N(v) = G * _nonlinear(v)``.
-
-        When given, ``G`` is folded into the ETDRK4 coefficients once (saving one
-        multiplication per stage) and :meth:`_nonlinear` returns the unscaled term.
-        """
+        """Optional diagonal factor ``G`` with ``N(v) = G * _nonlinear(v)``, folded into the ETDRK4
+        coefficients once (one product less per stage); :meth:`_nonlinear` then returns the unscaled term."""
         return None
 
     def _nonlinear(self, v_hat: torch.Tensor, arrays: dict[str, torch.Tensor]) -> torch.Tensor:
         """Fourier transform of the nonlinear term ``N`` at state ``v_hat`` (divided by
-        :meth:`_nonlinear_factor` when that is defined).
+        :meth:`_nonlinear_factor` when that is defined), on the kept columns only.
 
         Arguments:
-            v_hat: Fourier state, shape ``(batch, *fourier_shape)``.
-            arrays: :meth:`_nonlinear_arrays` as tensors of the state's precision.
+            v_hat: Fourier state, shape ``(batch, *fourier_shape)``, dealiased along the
+                last axis: its columns from :attr:`kept_columns` on are zero (it is a
+                workspace of the stepper: read it, do not keep it).
+            arrays: :meth:`_nonlinear_arrays` as tensors of the state's precision, cut
+                to the kept columns (the leading :attr:`kept_columns` of the last axis).
 
         Returns:
-            tensor of the shape of ``v_hat``.
+            tensor of shape ``(batch, *fourier_shape[:-1], kept_columns)`` (``N`` is zero
+            on the other columns).
         """
         raise NotImplementedError
+
+    def _nonlinear_into(self, v_hat: torch.Tensor, arrays: dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        """:meth:`_nonlinear` into the leading :attr:`kept_columns` of ``out`` (``v_hat``'s shape)."""
+        out[..., : self.kept_columns] = self._nonlinear(v_hat, arrays)
+
+    def _workspace(self, like: torch.Tensor, name: str, shape: tuple[int, ...] | None = None, dtype: Any = None):
+        """A zeroed buffer kept between steps (stage states keep their columns past :attr:`kept_columns` zero)."""
+        shape, dtype = tuple(like.shape) if shape is None else shape, like.dtype if dtype is None else dtype
+        key = (name, shape, dtype, like.device)
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = torch.zeros(shape, dtype=dtype, device=like.device)
+        return buf
 
     # ---------------------------------------------------------------- stepping
     def _arrays(self, dtype: torch.dtype, device: torch.device) -> dict[str, torch.Tensor]:
@@ -267,7 +289,8 @@ class SpectralStepper(abc.ABC):
             coeffs = self.coefficients
             factor = self._nonlinear_factor() if self.has_nonlinear else None
             g = 1.0 if factor is None else np.asarray(factor, dtype=np.complex128)
-            # coefficients multiplying N, with the factor G folded in (in float64)
+            # coefficients multiplying N, with the factor G folded in (in float64); all but E act on the
+            # kept columns only (N vanishes on the others)
             arrays = {
                 "E": coeffs["E"],
                 "E2": coeffs["E2"],
@@ -277,9 +300,12 @@ class SpectralStepper(abc.ABC):
                 "f3": coeffs["f3"] * g,
                 **(self._nonlinear_arrays() if self.has_nonlinear else {}),
             }
+            width, kept = self.fourier_shape[-1], self.kept_columns
             cached = {}
             for name, arr in arrays.items():
                 arr = np.asarray(arr)
+                if name != "E" and arr.ndim and arr.shape[-1] == width:
+                    arr = np.ascontiguousarray(arr[..., :kept])
                 if dtype == torch.float32:  # no subnormal coefficients (they are slow and meaningless)
                     arr = np.where(np.abs(arr) < 1e-30, 0, arr)
                 tdtype = cdtype if np.iscomplexobj(arr) else dtype
@@ -314,8 +340,7 @@ class SpectralStepper(abc.ABC):
         """One ETDRK4 step in Fourier space.
 
         Arguments:
-            v_hat: complex tensor of shape ``(batch, *fourier_shape)`` (complex64 or
-                complex128).
+            v_hat: complex tensor ``(batch, *fourier_shape)`` (complex64 or complex128).
 
         Returns:
             the state one step ``dt`` later, same shape and dtype.
@@ -324,20 +349,29 @@ class SpectralStepper(abc.ABC):
         c = self._arrays(real, v_hat.device)
         if not self.has_nonlinear:
             return c["E"] * v_hat
-        q = c["Q"]
-        nv = self._nonlinear(v_hat, c)
-        e2v = c["E2"] * v_hat
-        a = torch.addcmul(e2v, q, nv)
-        na = self._nonlinear(a, c)
-        b = torch.addcmul(e2v, q, na)
-        nb = self._nonlinear(b, c)
-        cc = c["E2"] * a
-        cc.addcmul_(q, nb, value=2.0).addcmul_(q, nv, value=-1.0)
-        nc = self._nonlinear(cc, c)
+        if self.fused and v_hat.device.type == "cpu":
+            return fused_step(self, v_hat.contiguous(), c)
+        # the stages only need the kept columns (N reads and writes those); stage states go into two zero-padded
+        # workspaces (a in one; v, b, c in the other) that the inverse transforms read as they are
+        q, e2, kc = c["Q"], c["E2"], self.kept_columns
+        pad_a, pad_b = self._workspace(v_hat, "a"), self._workspace(v_hat, "b")
+        a, bc = pad_a[..., :kc], pad_b[..., :kc]
+        vk = v_hat[..., :kc]
+        bc.copy_(vk)
+        nv = self._nonlinear(pad_b, c)
+        e2v = e2 * vk
+        torch.addcmul(e2v, q, nv, out=a)
+        na = self._nonlinear(pad_a, c)
+        torch.addcmul(e2v, q, na, out=bc)  # b = E2 v + Q N(a)
+        nb = self._nonlinear(pad_b, c)
+        torch.mul(e2, a, out=bc)  # c = E2 a + Q (2 N(b) - N(v))
+        bc.addcmul_(q, nb, value=2.0).addcmul_(q, nv, value=-1.0)
+        nc = self._nonlinear(pad_b, c)
         out = c["E"] * v_hat
-        out.addcmul_(c["f1"], nv)
-        out.addcmul_(c["f2x2"], na.add_(nb))
-        out.addcmul_(c["f3"], nc)
+        kept = out[..., :kc]
+        kept.addcmul_(c["f1"], nv)
+        kept.addcmul_(c["f2x2"], na.add_(nb))
+        kept.addcmul_(c["f3"], nc)
         return out
 
     def __call__(self, u: ArrayLike) -> ArrayLike:

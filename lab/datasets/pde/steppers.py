@@ -78,13 +78,15 @@ class _Convection1D(SpectralStepper):
         (k,) = self.wavenumbers(odd_derivative=True)
         return -0.5j * self.convection * k * self.dealias_mask
 
-    def _nonlinear_arrays(self) -> dict[str, np.ndarray]:
-        return {"mask": self.dealias_mask.astype(np.complex128)}  # complex: faster products in torch
-
     def _nonlinear(self, v_hat: torch.Tensor, arrays: dict[str, torch.Tensor]) -> torch.Tensor:
-        # unscaled F[u^2] of the dealiased state; the factor -(a/2) i k mask is folded into the coefficients
-        u = torch.fft.irfft(v_hat * arrays["mask"], n=self.num_points)
-        return torch.fft.rfft(u.square_())
+        # unscaled F[u^2] of the dealiased state (v_hat is zero past the kept modes); the factor
+        # -(a/2) i k mask is folded into the coefficients
+        u = torch.fft.irfft(v_hat, n=self.num_points)
+        return torch.fft.rfft(u.square_())[..., : self.kept_columns]
+
+    def _nonlinear_rows(self, v_hat: torch.Tensor) -> np.ndarray:
+        """The fused step's form of :meth:`_nonlinear`: ``(batch, 1, N // 2 + 1)`` NumPy view, all columns."""
+        return torch.fft.rfft(torch.fft.irfft(v_hat, n=self.num_points).square_()).numpy()[:, None, :]
 
 
 class BurgersStepper(_Convection1D):
@@ -257,18 +259,36 @@ class NavierStokes2DStepper(SpectralStepper):
         )
         # (F[u w], F[v w]) -> -(i kx F[u w] + i ky F[v w]), dealiased
         divergence = np.stack([np.broadcast_to(-1j * kx * mask, shape), np.broadcast_to(-1j * ky * mask, shape)])
-        arrays = {"P": project, "D": divergence}
+        # P on the kept columns in (column, y) order, for the y-transforms along the last axis
+        arrays = {"P": project, "PT": project[..., : self.kept_columns].transpose(0, 2, 1).copy(), "D": divergence}
+        arrays["DT"] = divergence[..., : self.kept_columns].transpose(0, 2, 1).copy()
         if self.forcing_mode:
             arrays["F"] = np.fft.rfft2(self.forcing()).astype(np.complex128)
         return arrays
 
     def _nonlinear(self, v_hat: torch.Tensor, arrays: dict[str, torch.Tensor]) -> torch.Tensor:
-        fields = torch.fft.irfftn(v_hat.unsqueeze(-3) * arrays["P"], s=self.spatial_shape, dim=(-2, -1))
+        out = torch.empty_like(v_hat)
+        self._nonlinear_into(v_hat, arrays, out)
+        return out[..., : self.kept_columns]
+
+    def _nonlinear_into(self, v_hat: torch.Tensor, arrays: dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        # pruned 2-D transforms: only the kept x-columns are nonzero, so the y-transforms run on those columns
+        # (about 2/3 of them); the y-transformed fields land in a zero-padded workspace for the x-transforms
+        n, kc = self.num_points, self.kept_columns
+        # (the y-transforms run along the last axis of a (kept column, y) layout: contiguous, faster in MKL)
+        padded = self._workspace(v_hat, "fields", (*v_hat.shape[:-2], 3, *v_hat.shape[-2:]))
+        columns = self._workspace(v_hat, "columns", (*v_hat.shape[:-2], 3, kc, n))
+        torch.mul(v_hat[..., :kc].transpose(-1, -2).unsqueeze(-3), arrays["PT"], out=columns)
+        padded[..., :kc] = torch.fft.ifft(columns, dim=-1).transpose(-1, -2)
+        fields = torch.fft.irfft(padded, n=n, dim=-1)
         flux = fields[..., :2, :, :] * fields[..., 2:3, :, :]
-        out = (torch.fft.rfftn(flux, dim=(-2, -1)) * arrays["D"]).sum(dim=-3)
+        flux_cols = self._workspace(v_hat, "flux", (*v_hat.shape[:-2], 2, kc, n))
+        flux_cols.copy_(torch.fft.rfft(flux, dim=-1)[..., :kc].transpose(-1, -2))
+        flux_hat = torch.fft.fft(flux_cols, dim=-1)  # (..., 2, column, y)
+        div, kept = arrays["DT"], out[..., :kc].transpose(-1, -2)
+        torch.mul(flux_hat[..., 0, :, :], div[0], out=kept).addcmul_(flux_hat[..., 1, :, :], div[1])
         if "F" in arrays:
-            out = out + arrays["F"]
-        return out
+            out[..., :kc].add_(arrays["F"])
 
     def _describe(self) -> dict[str, Any]:
         return {

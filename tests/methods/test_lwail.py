@@ -61,6 +61,25 @@ def test_crash_ends_the_episode_where_the_policy_chose_a_wall():
     assert alive.any() and np.array_equal(with_slip[alive], again[alive])
 
 
+def test_expert_episode_dwells_at_the_goal_without_a_wall_move():
+    """The demonstration: the shortest path, then steps between the goal and the cell before it until the episode
+    has the requested moves; every dwelling state within one move of the goal, every step a real king move (no move
+    into a wall, so no crash where episodes end on one); 0 or a short episode: the bare path."""
+    from lab.methods.lwail.train import demonstration
+
+    maze = make_maze(2)
+    path = maze.expert_path()
+    assert np.array_equal(maze.expert_episode(0), path) and np.array_equal(maze.expert_episode(5), path)
+    ep = maze.expert_episode(48)
+    assert ep.shape == (49, 2) and np.array_equal(ep[:len(path)], path)
+    dwell = ep[len(path):]
+    assert np.all(maze.reached(dwell)) and {tuple(c) for c in dwell} == {tuple(path[-2]), tuple(path[-1])}
+    assert np.all(np.abs(np.diff(ep, axis=0)).max(1) == 1)
+    cfg = Config.from_profile("ci", horizon=30)
+    assert demonstration(cfg, maze).shape == (31, 2)
+    assert demonstration(cfg.replace(expert_dwell=False), maze).shape == (len(path), 2)
+
+
 def test_expert_move_rate_counts_the_demonstrated_moves():
     """The competence measure: 1 for the expert itself, the share of path moves in one direction for a constant
     policy (a random policy: 1/8 in expectation)."""

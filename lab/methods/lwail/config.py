@@ -53,10 +53,15 @@ class Config(RuntimeConfig, BaseConfig):
     """Fine cells per coarse cell of the U-maze (2: 44 free cells, the expert needs 17 moves; 3: 99 cells, 26)."""
     slip: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.1
     """Probability that the maze replaces an action by a random one (stochastic dynamics)."""
-    horizon: Annotated[int, Range(2, 10_000)] = 24
-    """Steps of a maze episode (no termination but in the :data:`TERMINATING` variants; 24 = about 1.4x the
-    expert's 17 moves at resolution 2, so that matching the expert's state distribution leaves little time to
-    hover)."""
+    horizon: Annotated[int, Range(2, 10_000)] = 48
+    """Steps of a maze episode (no termination but in the :data:`TERMINATING` variants; 48 = about 2.8x the
+    expert's 17 moves at resolution 2, as D4RL's U-maze episodes last about 3x the expert's way to the goal). With
+    24 steps the DQN's exploration from the start rarely passed the connector: the oracle-metric control stalled at
+    8-9 moves from the goal (one-seed probes)."""
+    expert_dwell: bool = True
+    """The expert's episode lasts the horizon: after the shortest path it dwells at the goal (stepping between the
+    goal and the cell before it), as D4RL's Maze2D expert hovers at its goal; False: the bare shortest path (the
+    demonstration then says nothing about what to do once at the goal)."""
     random_starts: bool = False
     """Training episodes start on a random free cell (as D4RL's Maze2D resets); evaluation starts at S."""
     hidden: Annotated[int, Range(4, 1024)] = 64
@@ -98,7 +103,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Learning rate of the critic (and of GAIfO's discriminator)."""
     critic_pretrain: Annotated[int, Range(0, 1_000_000)] = 300
     """Critic pretraining steps, expert vs random transitions (the paper: 2500)."""
-    critic_every: Annotated[int, Range(1, 1_000_000)] = 320
+    critic_every: Annotated[int, Range(1, 1_000_000)] = 1600
     """Env steps between critic updates; after each, the whole replay buffer is relabelled."""
     critic_window: Annotated[int, Range(0, 10_000_000)] = 1920
     """The agent transitions a critic update sees: the most recent critic_window of the replay buffer (0: all of
@@ -107,7 +112,7 @@ class Config(RuntimeConfig, BaseConfig):
     """Critic steps per update (the paper: 30)."""
     batch_size: Annotated[int, Range(1, 100_000)] = 128
     """Mini-batch of the critic and of the policy learners."""
-    env_steps: Annotated[int, Range(1, 10_000_000)] = 12_000
+    env_steps: Annotated[int, Range(1, 10_000_000)] = 36_000
     """Maze environment steps of each agent (all parallel environments together)."""
     n_envs: Annotated[int, Range(1, 1024)] = 32
     """Parallel maze environments (one DQN update per vector step)."""
@@ -117,7 +122,7 @@ class Config(RuntimeConfig, BaseConfig):
     """DQN's learning rate."""
     dqn_gamma: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.99
     """DQN's discount."""
-    n_step: Annotated[int, Range(1, 100)] = 1
+    n_step: Annotated[int, Range(1, 100)] = 3
     """DQN's n-step returns (cut at the episode's end)."""
     n_eval: Annotated[int, Range(1, 100_000)] = 32
     """Evaluation episodes per agent (greedy policy, slipping dynamics)."""

@@ -14,7 +14,15 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.lwail.config import PENDULUM_VARIANTS, VARIANTS, Config
 from lab.methods.lwail.maze import make_maze
-from lab.methods.lwail.train import encoder, expert_move_rate, expert_success, maze_agent, maze_icvf, train_all
+from lab.methods.lwail.train import (
+    demonstration,
+    encoder,
+    expert_move_rate,
+    expert_success,
+    maze_agent,
+    maze_icvf,
+    train_all,
+)
 from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
@@ -139,5 +147,6 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     bar.close()
     maze_info = make_maze(cfg.resolution)
     return res.build(attrs={"envs": ",".join(cfg.envs), "maze_free_cells": int(len(maze_info.cells)),
-                            "expert_length": int(len(maze_info.expert_path()) - 1), **seconds}
+                            "expert_length": int(len(maze_info.expert_path()) - 1),
+                            "demonstration_length": int(len(demonstration(cfg, maze_info)) - 1), **seconds}
                      ).set_coords(["env_steps", "pendulum_steps"])

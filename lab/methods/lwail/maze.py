@@ -149,6 +149,16 @@ class Maze:
             path.append(nxt[int(np.argmin(d))])
         return np.stack(path)
 
+    def expert_episode(self, steps: int = 0) -> np.ndarray:
+        """The expert's demonstration ``(max(T, steps + 1), 2)``: the shortest path (:meth:`expert_path`), then,
+        until the episode has ``steps`` moves, dwelling at the goal by stepping back and forth between the goal and
+        the path's last cell before it (both within one move of the goal; no move into a wall, so no crash where
+        episodes end on one). ``steps = 0``: the bare path."""
+        path = self.expert_path()
+        extra = max(0, steps + 1 - len(path))
+        dwell = [path[-2] if k % 2 == 0 else path[-1] for k in range(extra)]
+        return np.concatenate([path, np.array(dwell, np.int64).reshape(-1, 2)]) if extra else path
+
     def expert_actions(self, cells: np.ndarray) -> np.ndarray:
         """The greedy shortest-path action of every cell ``(n, 2)`` (the expert as a policy)."""
         dist = self.distances(self.goal)

@@ -22,8 +22,8 @@ from lab.methods.lwail import model as M
 from lab.methods.lwail.config import TERMINATING, VARIANTS, Config
 from lab.methods.lwail.maze import Maze, make_maze
 
-__all__ = ["FORMAT", "REWARD", "Imitator", "StateData", "encoder", "expert_move_rate", "expert_success",
-           "maze_agent", "maze_data", "maze_icvf", "maze_policy", "train_all", "train_icvf"]
+__all__ = ["FORMAT", "REWARD", "Imitator", "StateData", "demonstration", "encoder", "expert_move_rate",
+           "expert_success", "maze_agent", "maze_data", "maze_icvf", "maze_policy", "train_all", "train_icvf"]
 
 #: bump when training changes (invalidates cached models)
 FORMAT = 4
@@ -201,6 +201,12 @@ def expert_success(cfg: Config, maze: Maze, seed: int) -> float:
     return float(maze.reached(cells.reshape(-1, 2)).reshape(cfg.n_eval, -1).any(1).mean())
 
 
+def demonstration(cfg: Config, maze: Maze) -> np.ndarray:
+    """The one state-only expert episode the imitators see, as network inputs ``(T + 1, 2)``: the shortest path,
+    then (``cfg.expert_dwell``) dwelling at the goal until the episode has ``cfg.horizon`` moves."""
+    return maze.obs(maze.expert_episode(cfg.horizon if cfg.expert_dwell else 0))
+
+
 def maze_policy(maze: Maze, q: nn.Module):
     """The greedy policy of a Q network: ``cells (n, 2) -> actions (n,)``."""
     def act(cells: np.ndarray) -> np.ndarray:
@@ -276,7 +282,7 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     icvf = maze_icvf(cfg, maze, seed)
     enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed, maze)
     d_enc = 2 if variant in ("euclid", "gaifo") else cfg.d_latent
-    path = maze.obs(maze.expert_path())
+    path = demonstration(cfg, maze)
     expert = (torch.from_numpy(path[:-1]), torch.from_numpy(path[1:]))
     agent_seed = seed * 100 + VARIANTS.index(variant) + 1
     rand = torch.from_numpy(maze.obs(maze_data(cfg, maze, seed)["cells"]))
@@ -345,10 +351,10 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
 
 
 _AGENT_FIELDS = ("resolution", "slip", "random_starts", "horizon", "hidden", "d_latent", "random_traj",
-                 "random_length", "icvf_steps", "icvf_fourier", "icvf_batch", "icvf_lr", "expectile", "gamma",
-                 "icvf_target_rate", "p_random", "p_trajectory", "gp", "critic_lr", "critic_pretrain", "critic_every",
-                 "critic_window", "critic_steps", "batch_size", "env_steps", "n_envs", "dqn_lr", "updates_per_step",
-                 "dqn_gamma", "n_step", "n_eval", "eval_points")
+                 "random_length", "expert_dwell", "icvf_steps", "icvf_fourier", "icvf_batch", "icvf_lr", "expectile",
+                 "gamma", "icvf_target_rate", "p_random", "p_trajectory", "gp", "critic_lr", "critic_pretrain",
+                 "critic_every", "critic_window", "critic_steps", "batch_size", "env_steps", "n_envs", "dqn_lr",
+                 "updates_per_step", "dqn_gamma", "n_step", "n_eval", "eval_points")
 
 
 def _agent_key(cfg: Config, variant: str, seed: int) -> dict:
@@ -396,7 +402,7 @@ def maze_agent(cfg: Config, variant: str, seed: int) -> dict:
     icvf = maze_icvf(cfg, maze, seed)
     enc = encoder(variant, icvf, 2, cfg.hidden, cfg.d_latent, seed, maze)
     d_enc = 2 if variant in ("euclid", "gaifo") else cfg.d_latent
-    path = maze.obs(maze.expert_path())
+    path = demonstration(cfg, maze)
     rand = torch.from_numpy(maze.obs(maze_data(cfg, maze, seed)["cells"])).reshape(-1, 2)
     critic = Imitator(cfg, enc, d_enc, (torch.from_numpy(path[:-1]), torch.from_numpy(path[1:])), REWARD[variant],
                       0, ref=rand)

@@ -75,7 +75,10 @@ def test_every_split_opens_with_an_unlabelled_start_token():
     s = splits(cfg, "parity")
     for task in s.values():
         assert (task.inputs[:, 0] == task.vocab_size - 1).all() and (task.targets[:, 0] == -100).all()
-    assert s[4].length == 4 * cfg.train_length + 1
+    assert s[4].length == 4 * cfg.state_length + 1  # parity trains at state_length, MQAR at train_length
+    assert splits(cfg, "mqar")[4].length == 4 * cfg.train_length + 1
+    assert (cfg.length_of("parity"), cfg.length_of("mqar")) == (cfg.state_length, cfg.train_length)
+    assert (cfg.steps_of("a5"), cfg.steps_of("selective_copying")) == (cfg.state_steps, cfg.steps)
 
 
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
@@ -83,7 +86,7 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
     monkeypatch.setenv("LAB_WORKERS", "2")
     monkeypatch.setattr(T, "SERIAL_BELOW_S", 0.0)  # a pool even for ci's few steps
     cfg = Config.from_profile("ci", models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer"),
-                              tasks=("parity",), steps=3)
+                              tasks=("parity",), steps=3, state_steps=3)
     tasks = [splits(cfg, "parity")["train"]]
     done = T.train_all(cfg, tasks, progress=False)
     assert len(done) == len(cfg.models) and all(r.ran for r in done)

@@ -43,11 +43,11 @@ def splits(cfg: Config, task: str) -> dict:
     """``{"train": TokenTask, factor: TokenTask, ...}`` of one task, with start tokens."""
     options = {"cyclic": {"modulus": 5},
                "mqar": {"vocab_size": cfg.mqar_vocab, "n_pairs": cfg.mqar_pairs}}.get(task, {})
-    lengths = [cfg.train_length * f for f in cfg.test_factors]
-    raw = make_splits(task, n_train=cfg.n_train, n_test=cfg.n_test, train_length=cfg.train_length,
-                      test_lengths=lengths, seed=cfg.seed, **options)
+    length = cfg.length_of(task)
+    raw = make_splits(task, n_train=cfg.n_train, n_test=cfg.n_test, train_length=length,
+                      test_lengths=[length * f for f in cfg.test_factors], seed=cfg.seed, **options)
     out = {"train": with_start_token(raw["train"])}
-    out.update({f: with_start_token(raw[f"test_{cfg.train_length * f}"]) for f in cfg.test_factors})
+    out.update({f: with_start_token(raw[f"test_{length * f}"]) for f in cfg.test_factors})
     return out
 
 
@@ -70,19 +70,20 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
             model = trained.model.eval()
             loss = np.asarray(trained.curves["loss"], dtype=float)
             res["final_loss"][i, j, s] = float(loss[-max(1, len(loss) // 10):].mean())
-            res["train_tokens_per_s"][i, j, s] = (cfg.steps * cfg.batch_size * split["train"].length
+            res["train_tokens_per_s"][i, j, s] = (cfg.steps_of(task) * cfg.batch_size * split["train"].length
                                                   / max(float(trained.meta["train_time_s"]), 1e-9))
             for k, f in enumerate(cfg.test_factors):
                 acc = T.accuracy_by_position(model, split[f])
                 res["accuracy"][i, j, s, k] = float(np.nanmean(acc))
                 if f > 1:
-                    res["accuracy_beyond"][i, j, s, k] = float(np.nanmean(acc[1 + cfg.train_length:]))
+                    res["accuracy_beyond"][i, j, s, k] = float(np.nanmean(acc[1 + cfg.length_of(task):]))
             if s == 0:
                 res["params"][i, j], res["width"][i, j] = n_params(model), model.d_model
                 for k, f in enumerate(cfg.test_factors):
                     res["state_bytes"][i, j, k] = model.state_bytes(split[f].length)
                 probe = torch.as_tensor(split[1].inputs[:8])
                 res["stream_tokens_per_s"][i, j] = T.stream_tokens_per_s(model, probe, repeats=2)
-    return res.build(attrs={"train_length": cfg.train_length, "claim_factor": cfg.claim_factor,
-                            "budget": cfg.budget, "steps": cfg.steps,
+    return res.build(attrs={"train_length": cfg.train_length, "state_length": cfg.state_length,
+                            "claim_factor": cfg.claim_factor, "budget": cfg.budget, "steps": cfg.steps,
+                            "state_steps": cfg.state_steps,
                             "sources": "; ".join(f"{k}: {v}" for k, v in M.SOURCES.items())})

@@ -52,8 +52,9 @@ def token_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor])
 
 def training_key(cfg: Config, task: TokenTask, kind: str, seed: int) -> dict:
     """Everything that determines a model's trained weights (the cache key)."""
-    fields = ("budget", "n_layers", "train_length", "n_train", "steps", "batch_size", "lr")
-    return {**{f: getattr(cfg, f) for f in fields}, "task": task.name, "options": task.options, "model": kind,
+    fields = ("budget", "n_layers", "n_train", "batch_size", "lr")
+    return {**{f: getattr(cfg, f) for f in fields}, "train_length": cfg.length_of(task.name),
+            "steps": cfg.steps_of(task.name), "task": task.name, "options": task.options, "model": kind,
             "vocab": task.vocab_size, "length": task.length, "seed": seed, "version": WEIGHTS_VERSION}
 
 
@@ -67,9 +68,9 @@ def trained_model(cfg: Config, task: TokenTask, kind: str, seed: int, *, progres
     d = width(cfg, kind, task)
 
     def train(model):
-        res = fit(model, x, y, loss=token_loss, steps=cfg.steps, epochs=None, batch_size=cfg.batch_size, lr=cfg.lr,
-                  weight_decay=0.01, seed=seed, progress=progress, desc=f"{kind} {task.name} ({seed})",
-                  device=cfg.device)
+        res = fit(model, x, y, loss=token_loss, steps=cfg.steps_of(task.name), epochs=None,
+                  batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress,
+                  desc=f"{kind} {task.name} ({seed})", device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
 
     with threads(cfg.threads):
@@ -103,7 +104,8 @@ def train_all(cfg: Config, tasks: list[TokenTask], progress: bool = True) -> lis
     jobs = []
     for task in tasks:
         for kind in cfg.models:
-            cost = cfg.steps * STEP_COST[kind] * 0.01 * (cfg.budget / 10_000) ** 0.5 * cfg.batch_size / 32
+            cost = (cfg.steps_of(task.name) * STEP_COST[kind] * 0.01 * (cfg.budget / 10_000) ** 0.5
+                    * cfg.batch_size / 32)
             jobs += [Job(f"{kind} {task.name} seed {seed}", _train_job, (cfg, task, kind, seed), cost=cost,
                          cached=_cached(cfg, task, kind, seed)) for seed in cfg.seeds]
     small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S

@@ -8,6 +8,7 @@
 * :func:`prefetch_r`, :func:`prefetch_w` (``llvm.prefetch`` on an array element) and the loops over them:
   :func:`prefetch_span`, :func:`prefetch_next`, :func:`prefetch_rows` (the linear scan's row kernels, the selective
   scan's backward).
+* :func:`chunk_task`: a parallel task's (batch, chunk, group) in the SSD kernels (``prange`` over their product).
 * :func:`fast_exp`, :func:`fast_exp2`, :func:`fast_exp2_nonpos`, :func:`fast_sigmoid`, :func:`softplus_sigmoid`:
   float32 forms built from bits and short polynomials (``math`` in float64), with element-wise array forms for the
   tests. Constants are typed in the input's precision: numba types ``float32 op 1`` (or ``op 1.0``) as float64, which
@@ -30,6 +31,7 @@ __all__ = [
     "SCAN_FLAGS",
     "STEP",
     "NoAliasCompiler",
+    "chunk_task",
     "fast_exp",
     "fast_exp2",
     "fast_exp2_nonpos",
@@ -312,3 +314,9 @@ def softplus_sigmoid_array(x, sp, sig):
     """Element-wise :func:`softplus_sigmoid` (for tests)."""
     for i in range(x.shape[0]):
         sp[i], sig[i] = softplus_sigmoid(x[i])
+
+
+@njit(inline="always", cache=True)
+def chunk_task(task, n_c, n_g):
+    """The (batch, chunk, group) of parallel task ``task`` of ``batch * n_c * n_g`` (group fastest)."""
+    return task // (n_c * n_g), (task // n_g) % n_c, task % n_g

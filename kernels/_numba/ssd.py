@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import FAST_FLAGS
+from .common import FAST_FLAGS, chunk_task
 
 
 @njit(parallel=True, cache=True, error_model="numpy", fastmath=FAST_FLAGS)
@@ -26,9 +26,7 @@ def ssd_bmm(C, B, out):
     """``out[b, c, g, i, j] = C[b, c, i, g] . B[b, c, j, g]`` (every i, j of the chunk)."""
     n_b, n_c, q, n_g, n_s = B.shape
     for task in prange(n_b * n_c * n_g):
-        b = task // (n_c * n_g)
-        c = (task // n_g) % n_c
-        g = task % n_g
+        b, c, g = chunk_task(task, n_c, n_g)
         for i in range(q):
             ci = C[b, c, i, g]
             row = out[b, c, g, i]

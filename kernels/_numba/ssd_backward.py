@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .common import FAST_FLAGS
+from .common import FAST_FLAGS, chunk_task
 
 __all__ = ["ssd_bmm_backward", "ssd_chunk_scan_backward", "ssd_chunk_state_backward",
            "ssd_state_passing_backward"]
@@ -39,9 +39,7 @@ def ssd_bmm_backward(C, B, dCB, dC, dB):
     """Gradients of ``CB = C B^T`` per chunk and group: ``dC``, ``dB`` ``(batch, nc, q, groups, state)``."""
     n_b, n_c, q, n_g, n_s = B.shape
     for task in prange(n_b * n_c * n_g):
-        b = task // (n_c * n_g)
-        c = (task // n_g) % n_c
-        g = task % n_g
+        b, c, g = chunk_task(task, n_c, n_g)
         for j in range(q):
             dB[b, c, j, g, :] = 0
         dcb = dCB[b, c, g]
@@ -67,9 +65,7 @@ def ssd_chunk_state_backward(B, x, dt, cum, dS, dB, dx, ddt, dcum):
     rep = n_h // n_g
     zero = np.zeros(1, dtype=x.dtype)[0]
     for task in prange(n_b * n_c * n_g):
-        b = task // (n_c * n_g)
-        c = (task // n_g) % n_c
-        g = task % n_g
+        b, c, g = chunk_task(task, n_c, n_g)
         for j in range(q):
             dB[b, c, j, g, :] = 0
         for hh in range(rep):
@@ -138,9 +134,7 @@ def ssd_chunk_scan_backward(CB, x, dt, cum, C, states, dy, dCB, dx, ddt, dcum, d
     rep = n_h // n_g
     zero = np.zeros(1, dtype=x.dtype)[0]
     for task in prange(n_b * n_c * n_g):
-        b = task // (n_c * n_g)
-        c = (task // n_g) % n_c
-        g = task % n_g
+        b, c, g = chunk_task(task, n_c, n_g)
         dcb = dCB[b, c, g]
         dcb[:, :] = 0
         for i in range(q):

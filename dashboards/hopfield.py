@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import holoviews as hv
 import panel as pn
 import param
 
@@ -61,19 +62,25 @@ class Dashboard(MethodPanel):
         return live.explore(n=self.n, N=self.N, alpha=round(self.alpha, 6), m0=round(self.m0, 4),
                             trials=self.trials, update=self.update, seed=self.seed)
 
-    @param.depends(*VIEW_PARAMS)
     def trajectories(self):
-        return pn.pane.HoloViews(plots.explore_trajectories(self.result()), sizing_mode="stretch_width")
+        """m(t) of every trial from the chosen m0, their mean and the recursion."""
+        return plots.explore_trajectories(self.result())
 
-    @param.depends(*VIEW_PARAMS)
     def convergence(self):
-        return pn.pane.HoloViews(plots.explore_convergence(self.result()), sizing_mode="stretch_width")
+        """Convergence time against m0: simulation and recursion."""
+        return plots.explore_convergence(self.result())
 
-    @param.depends(*VIEW_PARAMS)
     def basin(self):
-        ds = self.result()
-        return pn.pane.HoloViews(plots.basin_edge_theory(self.n, self.alpha, ds.attrs["basin_edge"],
-                                                         alpha_max(self.n, self.N)), sizing_mode="stretch_width")
+        """The recursion's basin edge over loads, the simulated edge at the chosen load."""
+        return plots.basin_edge_theory(self.n, self.alpha, self.result().attrs["basin_edge"],
+                                       alpha_max(self.n, self.N))
+
+    def _follows(self, plot) -> pn.pane.HoloViews:
+        """``plot()`` as a figure that follows the widgets by updating its data in place (a DynamicMap on the view
+        parameters; the plots' elements rescale their axes per frame) rather than being rebuilt: the slider's
+        answer within about a second."""
+        dmap = hv.DynamicMap(lambda **_: plot(), streams=[hv.streams.Params(self, list(VIEW_PARAMS))])
+        return pn.pane.HoloViews(dmap, sizing_mode="stretch_width")
 
     @param.depends(*VIEW_PARAMS)
     def summary(self):
@@ -85,7 +92,8 @@ class Dashboard(MethodPanel):
         )
 
     def main(self) -> list:
-        return [self.summary, pn.Row(self.trajectories, self.convergence), self.basin]
+        return [self.summary, pn.Row(self._follows(self.trajectories), self._follows(self.convergence)),
+                self._follows(self.basin)]
 
 
 def app():

@@ -107,12 +107,14 @@ def explore_trajectories(ds: xr.Dataset) -> hv.Overlay:
     """Each trial's m(t) from the chosen m0 (thin), their mean (thick) and the recursion (dashed)."""
     sub = ds.sel(m0=ds.attrs["chosen_m0"], method="nearest")
     t = sub.step.values
-    items = [hv.Curve((t, sub.m.sel(trial=k).values), "step", "m").opts(color=SIM, alpha=0.3, line_width=1)
-             for k in sub.trial.values]
+    # every trial in one Path: the overlay has the same three layers for any number of trials, so a dashboard can
+    # update it in place (a DynamicMap) when the trials change
+    items = [hv.Path([np.column_stack([t, sub.m.sel(trial=k).values]) for k in sub.trial.values], ["step", "m"]).opts(
+        color=SIM, alpha=0.3, line_width=1, framewise=True)]
     items.append(hv.Curve((t, sub.m.mean("trial").values), "step", "m", label="simulation (mean)").opts(
-        color=SIM, line_width=3))
+        color=SIM, line_width=3, framewise=True))
     items.append(hv.Curve((t, sub.m_theory.values), "step", "m", label="recursion").opts(
-        color=THEORY, line_dash="dashed", line_width=2))
+        color=THEORY, line_dash="dashed", line_width=2, framewise=True))
     return hv.Overlay(items).opts(
         title=f"n = {ds.attrs['n']}, N = {ds.attrs['N']}, P = {ds.attrs['P']}, alpha = {ds.attrs['alpha']:.3g}, "
               f"m0 = {float(sub.m0):.2f}",
@@ -125,10 +127,11 @@ def explore_convergence(ds: xr.Dataset) -> hv.Overlay:
     m0 = ds.m0.values
     t = ds.t_conv
     mean = t.mean("trial", skipna=True).values
-    sim = hv.Curve((m0, mean), "m0", "steps to m >= m_s - eps", label="simulation").opts(color=SIM) * hv.Scatter(
-        (m0, mean), "m0", "steps to m >= m_s - eps").opts(color=SIM, size=7)
+    sim = hv.Curve((m0, mean), "m0", "steps to m >= m_s - eps", label="simulation").opts(
+        color=SIM, framewise=True) * hv.Scatter((m0, mean), "m0", "steps to m >= m_s - eps").opts(
+        color=SIM, size=7, framewise=True)
     th = hv.Curve((m0, ds.t_conv_theory.values), "m0", "steps to m >= m_s - eps", label="recursion").opts(
-        color=THEORY, line_dash="dashed")
+        color=THEORY, line_dash="dashed", framewise=True)
     return (sim * th).opts(title="convergence time against m0", **curve_opts())
 
 
@@ -136,12 +139,14 @@ def basin_edge_theory(n: int, alpha: float, edge_sim: float, alpha_max: float) -
     """The recursion's basin edge m_u(alpha) over loads, with the chosen load's simulated edge as a point."""
     alphas = np.linspace(alpha_max / 60, alpha_max, 60)
     edge = np.array([theory.basin_edge(a, n) for a in alphas])
-    curve = hv.Curve((alphas, edge), "alpha", "basin edge m0", label="theory m_u(alpha)").opts(
-        color=THEORY, line_dash="dashed")
-    point = hv.Scatter(([alpha], [edge_sim]), "alpha", "basin edge m0", label="simulation").opts(
-        color=SIM, size=12, marker="diamond")
+    # the axes' extents as dimension ranges, not xlim / ylim: a dashboard's DynamicMap rescales to them per frame
+    kdim, vdim = hv.Dimension("alpha", range=(0, alpha_max)), hv.Dimension("basin edge m0", range=(0, 1.05))
+    curve = hv.Curve((alphas, edge), kdim, vdim, label="theory m_u(alpha)").opts(
+        color=THEORY, line_dash="dashed", framewise=True)
+    point = hv.Scatter(([alpha], [edge_sim]), kdim, vdim, label="simulation").opts(
+        color=SIM, size=12, marker="diamond", framewise=True)
     title = "basin edge against load" + (" (n = 2: no basin edge in theory)" if n < 3 else "")
-    return (curve * point).opts(title=title, **curve_opts(ylim=(0, 1.05), xlim=(0, alpha_max)))
+    return (curve * point).opts(title=title, **curve_opts())
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -202,6 +202,16 @@ class JobQueue:
         job.ended.set()
         return True
 
+    def cancel_all(self) -> None:
+        """Withdraw every waiting job and ask the running one to stop at its next progress report (a server being
+        shut down, or a test leaving nothing queued for the next)."""
+        with self._lock:
+            waiting, running = list(self._waiting), self._running
+        for job in waiting:
+            self.withdraw(job)
+        if running is not None:
+            running.cancel.set()
+
     def _work(self) -> None:
         while True:
             with self._lock:

@@ -155,6 +155,9 @@ def ci_result():
 def ci_dashboard_data(monkeypatch, tmp_path, *fns):
     """A dashboard test's setting: the ci profile, an empty data folder ``tmp_path``, and the given memoised live
     functions emptied before and after (a fixture does ``with ci_dashboard_data(...) as path: yield path``)."""
+    from tests.dashboards.waiting import drain_preparations
+
+    drain_preparations()  # nothing left running from an earlier test
     monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     for fn in fns:
@@ -162,6 +165,7 @@ def ci_dashboard_data(monkeypatch, tmp_path, *fns):
     try:
         yield tmp_path
     finally:
+        drain_preparations()  # its pages' jobs end here, in its data folder
         for fn in fns:
             fn.cache_clear()
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.conftest import TITLES_JS, plot_titles, wait_for_bokeh, wait_for_title
 from tests.dashboards.latency import timed_first_plot, timed_update
-from tests.dashboards.waiting import assert_page_reads
+from tests.dashboards.waiting import assert_page_reads, drain_preparations
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +40,14 @@ FRAME_DATA_JS = """() => {
 @pytest.fixture
 def ci_dashboard(monkeypatch, tmp_path):
     """The dashboard on the ci profile with an empty data directory: the first load trains in seconds."""
+    drain_preparations()
     monkeypatch.setenv("LAB_DASHBOARD_PROFILE", "ci")
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     from lab.methods.recurrsim import live
 
     live.clear_memory()
     yield
+    drain_preparations()
     live.clear_memory()
 
 

@@ -23,6 +23,20 @@ def settle(board, deadline: float, *names: str) -> None:
     assert not running, f"still preparing: {running}"
 
 
+def drain_preparations(seconds: float = 180.0) -> None:
+    """Leave no preparation queued or running into the next test: withdraw the server's waiting jobs, ask the
+    running one to stop, and wait (up to ``seconds``) until the queue is empty. A page closed or reopened by a test
+    leaves its jobs in the process-wide queue, which would make the next test's preparations wait behind them or
+    find the queue full."""
+    from dashboards.preparation import QUEUE
+
+    QUEUE.cancel_all()
+    deadline = time.time() + seconds
+    while len(QUEUE) and time.time() < deadline:
+        time.sleep(0.1)
+        QUEUE.cancel_all()
+
+
 def errors(board) -> list[str]:
     """The errors of the current settings' preparations (empty when none failed)."""
     return [p.error for p in preparations(board) if p.error]

@@ -2,7 +2,8 @@
 update after one move of the main widget (issue 43). Every dashboard's browser test ends its widget move with
 :func:`timed_update` and opens the warm page again with :func:`timed_first_plot`; both assert a generous bound (the
 machine is shared: the bound catches a dashboard that recomputes what it holds, not jitter) and record the seconds,
-which ``LAB_LATENCY_OUT`` (a JSON file) collects for the note and the README's table."""
+which ``LAB_LATENCY_OUT`` (a JSON file) collects, to compare with the targets a researcher expects (3 s to the first
+plot, 1 s to an update)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-#: the targets a researcher expects (seconds) and the bounds the tests assert, generous so that they do not flake on
-#: a loaded 2-core machine; the measured values are written out, not hidden behind the bound
-FIRST_PLOT_TARGET, UPDATE_TARGET = 3.0, 1.0
+#: the bounds the tests assert (seconds), generous so that they do not flake on a loaded 2-core machine; the measured
+#: values are written out (LAB_LATENCY_OUT), not hidden behind the bound
 FIRST_PLOT_BOUND, UPDATE_BOUND = 30.0, 10.0
 
 #: JavaScript: record the time (performance.now(), ms) of every change the server makes to a document's models,
 #: leaving out the widgets themselves and style-only attributes (Panel's loading spinner), in ``window.__changes``
 WATCH_JS = """() => {
     window.__changes = [];
+    window.__log = [];
     const skip = new Set(['css_classes', 'stylesheets', 'loading', 'disabled', 'styles']);
     for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
         if (doc.__watched) continue;
@@ -31,7 +32,7 @@ WATCH_JS = """() => {
                     model.constructor.__name__)) return;
             if (attr && skip.has(attr)) return;
             window.__changes.push(performance.now());
-            (window.__log = window.__log || []).push(
+            window.__log.push(
                 [performance.now(), model ? model.constructor.__name__ : event.constructor.name, attr || '']);
         }, true);
     }

@@ -115,7 +115,10 @@ def test_axis_aware_int8_ssd_is_close_to_the_float_kernel(L, g):
     y = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=7)
     assert y.shape == ref.shape
     assert _rel(y, ref) < 2e-4
-    assert torch.equal(y, M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=7, backend="fake"))
+    # the Numba int path and the torch stages share every code (bit for bit: tests/methods/test_ssdi8_int8.py); their
+    # float tails sum in different orders: they agree to float32 rounding of a chunk's sums (16 + 8 terms here)
+    fake = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=16, decay_bits=7, backend="fake")
+    assert float((y - fake).abs().max()) <= 2 * (16 + 8) * torch.finfo(torch.float32).eps * float(fake.abs().max())
 
 
 def test_an_outlier_channel_breaks_per_tensor_scales_but_not_axis_aware_ones():

@@ -123,6 +123,11 @@ def outlier_vector(d_inner: int, n: int, factor: float, seed: int) -> torch.Tens
 # --------------------------------------------------------------------------------------------------------------------
 # The INT8 SSD
 # --------------------------------------------------------------------------------------------------------------------
+def _gate(dA_end: torch.Tensor, k: int) -> torch.Tensor:
+    """``(b, heads, chunks)`` int32: each chunk's decay as a ``k``-bit fixed-point int8 code (the state passing's)."""
+    return torch.floor(torch.exp(dA_end.float()) * 2.0 ** k + 0.5).clamp_(-127, 127).to(torch.int32)
+
+
 def quant_state_passing(q_chunk: torch.Tensor, dA_end: torch.Tensor, decay_bits: int = 7) -> torch.Tensor:
     """SSDi8's integer state passing: the states entering each chunk from the INT8 chunk states.
 
@@ -139,7 +144,7 @@ def quant_state_passing(q_chunk: torch.Tensor, dA_end: torch.Tensor, decay_bits:
         ``(b, chunks, heads, headdim, N)`` int8: the state entering each chunk (zeros for the first).
     """
     k = int(decay_bits)
-    gate = torch.floor(torch.exp(dA_end.float()) * 2.0 ** k + 0.5).clamp_(-127, 127).to(torch.int32)
+    gate = _gate(dA_end, k)
     s32 = torch.zeros_like(q_chunk[:, 0], dtype=torch.int32)  # (b, h, p, n)
     half, out = 1 << (k - 1), []
     for c in range(q_chunk.shape[1]):
@@ -157,11 +162,17 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
         B, C: ``(b, L, groups, N)``; D: ``(heads,)``.
         scales: :class:`SSDScales` (axis-aware, or :meth:`SSDScales.per_tensor`).
         decay_bits: fractional bits ``k`` of the fixed-point chunk decay.
-        backend: ``int`` (``torch._int_mm``) or ``fake`` (the fake-quant twin); see :func:`quant.qmatmul`.
+        backend: ``int`` (the Numba kernels of :mod:`kernels._numba.ssd_int8`: int8 codes, int32 sums, the float
+            tail fused; every code as the ``fake`` path's, the output to float rounding) or ``fake`` (the fake-quant
+            twin: the stages below as torch ops, the codes multiplied as float32; see :func:`quant.qmatmul`).
         held: if a dict, filled with ``name -> (numel, bytes per element)`` of the tensors held between stages.
     Returns:
         ``y`` ``(b, L, heads, headdim)`` float32 (no gate; D skip included).
     """
+    if backend == "int":
+        return _ssd_int8_kernels(x, dt, A, B, C, D, scales, int(chunk_size), int(decay_bits), held)[0]
+    if backend != "fake":
+        raise ValueError(f"backend={backend!r} is not allowed; allowed: 'int', 'fake'")
     b, L, h, p = x.shape
     g, q = B.shape[2], int(chunk_size)
     dtc, dA = ssd_chunk_cumsum(dt, A, q)  # (b, h, c, q), float
@@ -203,6 +214,39 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
                         ("states", qS)):
             held[name] = (t.numel(), t.element_size())
     return y.reshape(b, -1, h, p)[:, :L]
+
+
+def _ssd_int8_kernels(x, dt, A, B, C, D, scales: SSDScales, q: int, decay_bits: int, held: dict | None):
+    """:func:`ssd_int8` on the Numba kernels (backend ``int``): the same codes and int32 sums, the float tail
+    fused. Returns ``y`` and the codes (``x``, ``B``, ``C``, ``CB`` lower triangle, ``chunk_states``, ``states``;
+    the states ``(b, c, h, N, headdim)``)."""
+    from kernels._numba import ssd_int8 as nk
+
+    x, dt, A, B, C, D = (t.detach() for t in (x, dt, A, B, C, D))  # inference only: no autograd through the codes
+    b, L, h, p = x.shape
+    g, n = B.shape[2], B.shape[3]
+    dtc, dA = (t.float().contiguous() for t in ssd_chunk_cumsum(dt, A, q))  # (b, h, c, q)
+    nc = dA.shape[2]
+    xc, Bc, Cc = (chunked(t.float(), q).contiguous() for t in (x, B, C))  # (b, c, q, h, p), (b, c, q, g, n)
+    to_end = (torch.exp(dA[..., -1:] - dA) * dtc).contiguous()  # (b, h, c, q), as the torch path
+    s_x, s_xs = (_per_chunk(s, nc).float().contiguous() for s in (scales.x, scales.xs))  # (c, h, p)
+    s_B, s_C, s_CB, s_S = (t.float().contiguous() for t in (scales.B, scales.C, scales.CB, scales.states))
+    qx = torch.empty(b, nc, q, h, p, dtype=torch.int8)
+    qB, qC = (torch.empty(b, nc, g, q, n, dtype=torch.int8) for _ in range(2))
+    q_chunk, qS = (torch.empty(b, nc, h, n, p, dtype=torch.int8) for _ in range(2))  # headdim innermost
+    qCB = torch.empty(b, nc, g, q, q, dtype=torch.int8)
+    y = torch.empty(b, nc, q, h, p)
+    npy = lambda t: t.numpy()  # noqa: E731
+    nk.int8_chunk_states(*map(npy, (xc, Bc, Cc, s_x, s_xs, s_B, s_C, s_CB, s_S, to_end, qx, qB, qC, qCB, q_chunk)))
+    nk.int8_state_passing(q_chunk.numpy(), _gate(dA[..., -1], decay_bits).contiguous().numpy(), decay_bits,
+                          qS.numpy())
+    nk.int8_chunk_scan(*map(npy, (qx, qC, qCB, qS, s_x, s_C, s_CB, s_S, dtc, dA, torch.exp(dA), D.float(), y)))
+    if held is not None:  # the stage boundaries of the torch path (qxs lives inside the first kernel here)
+        for name, t in (("x", qx), ("B", qB), ("C", qC), ("CB", qCB), ("xs", qx), ("chunk_states", q_chunk),
+                        ("states", qS)):
+            held[name] = (t.numel(), t.element_size())
+    codes = {"x": qx, "B": qB, "C": qC, "CB": qCB, "chunk_states": q_chunk, "states": qS}
+    return y.reshape(b, -1, h, p)[:, :L], codes
 
 
 def ssd_variant(variant: str, x, dt, A, B, C, D, scales: SSDScales | None, chunk_size: int, *,

@@ -16,8 +16,8 @@ Every code (x, B, C, CB, the chunk states, the passed states) is bit-identical t
 (:mod:`lab.methods.ssdi8.quant`): kernels 1 and 2 do the same float32 operations in the same order without fastmath
 (a true division before ``rint``, which rounds half to even as ``torch.round``), and the int32 sums are exact. Only
 kernel 3, the float tail (fastmath, a polynomial ``exp``), differs from the torch ops, by float rounding. No exact
-helper is called from kernel 3: a helper compiled for a fastmath caller took its flags (a CB code rounded the other
-way at a tie's edge, 83.499985 -> 84).
+helper is called from kernel 3: when the CB codes were made there (by a helper compiled without fastmath), one code
+at FULL bench shapes rounded the other way (83.499985 -> 84; the same helper compiled on its own gave 83).
 
 The integer products keep the output index innermost over contiguous rows and multiply int16 copies of the codes:
 a product of two codes (at most 127^2) and the sum of two of them fit in int16, so each pair of terms is formed in

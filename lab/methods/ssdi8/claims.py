@@ -159,8 +159,9 @@ def _quamba(ds: xr.Dataset) -> Measurement:
 
 
 def _twin(ds: xr.Dataset) -> Measurement:
-    return Measurement(float(ds.twin_difference), f"SSDi8 at {ds.attrs['twin_weights']}, logits of "
-                                                  f"torch._int_mm products vs float32 products of the same codes")
+    return Measurement(float(ds.twin_difference),
+                       f"SSDi8 at {ds.attrs['twin_weights']}, logits of int32 products (Numba SSD kernels, "
+                       f"torch._int_mm projections) vs float32 products of the same codes")
 
 
 def _speed(ds: xr.Dataset) -> Measurement:
@@ -309,8 +310,8 @@ CLAIMS = [
     ),
     Claim(
         name="int8_equals_fake_quant",
-        statement="The INT8 path (int8 operands, int32 accumulation by torch._int_mm) computes what its "
-                  "fake-quant twin computes",
+        statement="The INT8 path (int8 operands, int32 accumulation: the SSD in Numba kernels, the projections "
+                  "by torch._int_mm) computes what its fake-quant twin computes",
         source="this lab's implementation check (the paper's kernels are Triton/CUDA)",
         measure=_twin,
         op="<",

@@ -59,7 +59,8 @@ def head_weights(cfg: Config) -> str:
 def backend(cfg: Config) -> str:
     """The INT8 products' backend of the accuracy evaluations: ``fake`` (float32 products of the int8 codes, batched)
     where every int32 sum is below 2^24, so float32 holds it exactly and the logits equal the ``int`` path's
-    (``torch._int_mm``, one call per head and chunk: about 2M calls per quick run) bit for bit; ``int`` otherwise.
+    (the SSD's Numba int8 kernels, the projections' ``torch._int_mm``) to float32 rounding of the float tail;
+    ``int`` otherwise.
     The INT8 path itself is checked against this twin (``twin_difference``) and timed (``cpu_time``)."""
     depth = max(cfg.d_inner, cfg.chunk_size, cfg.d_state)  # the longest int8 dot product (out_proj: d_inner)
     return "fake" if depth * 127 ** 2 < 2 ** 24 else "int"

@@ -127,9 +127,9 @@ def correction_profile(ds: xr.Dataset, layer: int = 0) -> hv.Overlay:
 
 
 def cpu_costs(ds: xr.Dataset) -> hv.Bars:
-    """CPU wall time of the SSD, in_proj and the whole model: float32, INT8 (torch._int_mm) and fake-quant."""
-    labels = {"fp32": "float32", "int8": "INT8 (torch._int_mm)", "fake_quant": "fake-quant twin"}
-    colours = {"float32": "black", "INT8 (torch._int_mm)": PALETTE[0], "fake-quant twin": "#999999"}
+    """CPU wall time of the SSD, in_proj and the whole model: float32, INT8 (int32 sums) and fake-quant."""
+    labels = {"fp32": "float32", "int8": "INT8 (int32 sums)", "fake_quant": "fake-quant twin"}
+    colours = {"float32": "black", "INT8 (int32 sums)": PALETTE[0], "fake-quant twin": "#999999"}
     rows = [(str(op), labels[str(i)], 1e3 * float(ds.cpu_time.sel(op=op, impl=i)))
             for op in ds.op.values for i in ds.impl.values]
     impl = hv.Dimension("implementation", values=list(labels.values()))

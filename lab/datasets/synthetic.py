@@ -3,7 +3,8 @@
 Tasks (:data:`TASKS`), all :class:`~lab.datasets.tokens.TokenTask` with integer inputs and per-position targets:
 
 * state tracking (:mod:`lab.datasets.state_tracking`): ``parity``, ``cyclic`` (option ``modulus``), ``s3``, ``a5``:
-  the running product of uniform random group elements, every position labelled;
+  the running product of uniform random group elements (option ``generators=1``: of the identity and a generating
+  set), every position labelled;
 * associative recall (:mod:`lab.datasets.recall`): ``mqar`` (options ``vocab_size``, ``n_pairs``, ``n_queries``,
   ``noise_vocab``): labels at the query positions only;
 * formal languages (:mod:`lab.datasets.languages`): ``aa_star``, ``dyck1``, ``anbncn``, ``b_since_a``,
@@ -122,14 +123,19 @@ def _group_builder(name: str) -> Callable[..., TokenTask]:
 
 
 _ST = state_tracking.MAX_LENGTH
+#: the word problems' option: inputs from a generating set (None: every element, the option left out of the key)
+_GEN = {"generators": Option(None, 0, 1, "1: the inputs are the identity and a generating set "
+                                         "(state_tracking.GENERATORS); 0 or unset: every element")}
 #: name -> :class:`TaskSpec`; config fields, the CLI and the dashboards take their choices from here.
 TASKS: dict[str, TaskSpec] = {
-    "parity": TaskSpec("parity", "state", "running XOR of bits (Z2)", _group_builder("parity"), limit=_ST),
+    "parity": TaskSpec("parity", "state", "running XOR of bits (Z2)", _group_builder("parity"), {**_GEN},
+                       limit=_ST),
     "cyclic": TaskSpec("cyclic", "state", "running sum mod m (Z_m)", _group_builder("cyclic"),
-                       {"modulus": Option(5, 2, state_tracking.MAX_MODULUS, "m of Z_m")}, limit=_ST),
-    "s3": TaskSpec("s3", "state", "word problem of S3 (6 permutations of 3 points)", _group_builder("s3"), limit=_ST),
+                       {"modulus": Option(5, 2, state_tracking.MAX_MODULUS, "m of Z_m"), **_GEN}, limit=_ST),
+    "s3": TaskSpec("s3", "state", "word problem of S3 (6 permutations of 3 points)", _group_builder("s3"), {**_GEN},
+                   limit=_ST),
     "a5": TaskSpec("a5", "state", "word problem of A5 (60 even permutations of 5 points; NC1-complete)",
-                   _group_builder("a5"), limit=_ST),
+                   _group_builder("a5"), {**_GEN}, limit=_ST),
     "mqar": TaskSpec("mqar", "recall", "multi-query associative recall (zoology)", recall.mqar_task, {
         "vocab_size": Option(64, 3, recall.MAX_VOCAB, "tokens in all: filler, keys, values"),
         "n_pairs": Option(8, 1, recall.MAX_LENGTH // 2, "key-value pairs opening each sequence"),

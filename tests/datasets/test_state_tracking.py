@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from lab.checks import ConfigError
-from lab.datasets.state_tracking import GROUPS, get_group, running_product, state_tracking_task
+from lab.datasets.state_tracking import (
+    GENERATORS,
+    GROUPS,
+    generator_tokens,
+    get_group,
+    running_product,
+    state_tracking_task,
+)
 
 
 def then(a: tuple, b: tuple) -> tuple:
@@ -148,3 +155,40 @@ def test_bad_input_names_the_field():
         state_tracking_task("cyclic", n=2, length=4, seed=0, modulus=1)
     with pytest.raises(ConfigError, match=r"n=0 is not allowed"):
         state_tracking_task("parity", n=0, length=4, seed=0)
+
+
+@pytest.mark.parametrize("name, kw, size", [("parity", {}, 2), ("cyclic", {"modulus": 7}, 2), ("s3", {}, 3),
+                                            ("a5", {}, 3)])
+def test_generator_inputs_reach_the_whole_group_and_fold_by_hand(name, kw, size):
+    """``generators=1``: tokens are the identity and GENERATORS, the labels the products of those permutations, and
+    the generating set reaches every element (A_5 from a 5-cycle and a 3-cycle)."""
+    g = get_group(name, **kw)
+    task = state_tracking_task(name, n=64, length=12, seed=3, generators=1, **kw)
+    assert task.vocab_size == size and task.n_classes == g.size and task.options["generators"] == 1
+    elements = generator_tokens(g)
+    assert elements[0] == 0 and len(set(elements.tolist())) == size
+    if name in GENERATORS:
+        assert [tuple(g.perms[e]) for e in elements[1:]] == list(GENERATORS[name])
+    perms = [tuple(row) for row in g.perms.tolist()]
+    for x, y in zip(task.inputs[:4], task.targets[:4]):
+        state = tuple(range(g.degree))
+        for token, label in zip(x, y):
+            state = then(state, perms[elements[token]])
+            assert perms[label] == state
+    reached, frontier = {0}, [0]
+    while frontier:
+        a = frontier.pop()
+        for b in elements:
+            if int(g.table[a, b]) not in reached:
+                reached.add(int(g.table[a, b]))
+                frontier.append(int(g.table[a, b]))
+    assert len(reached) == g.size
+
+
+def test_every_element_stays_the_default_input():
+    a = state_tracking_task("a5", n=8, length=5, seed=1)
+    b = state_tracking_task("a5", n=8, length=5, seed=1, generators=0)
+    assert a.vocab_size == 60 and "generators" not in a.options
+    np.testing.assert_array_equal(a.inputs, b.inputs)
+    with pytest.raises(ConfigError, match="generators"):
+        state_tracking_task("a5", n=8, length=5, seed=1, generators=2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import holoviews as hv
 import numpy as np
 import pytest
 import torch
@@ -78,7 +79,43 @@ def test_every_split_opens_with_an_unlabelled_start_token():
     assert s[4].length == 4 * cfg.state_length + 1  # parity trains at state_length, MQAR at train_length
     assert splits(cfg, "mqar")[4].length == 4 * cfg.train_length + 1
     assert (cfg.length_of("parity"), cfg.length_of("mqar")) == (cfg.state_length, cfg.train_length)
-    assert (cfg.steps_of("a5"), cfg.steps_of("selective_copying")) == (cfg.state_steps, cfg.steps)
+    assert (cfg.steps_of("cyclic"), cfg.steps_of("selective_copying")) == (cfg.state_steps, cfg.steps)
+    assert (cfg.length_of("a5"), cfg.steps_of("a5")) == (cfg.a5_length, cfg.a5_steps)
+    a5 = splits(cfg, "a5")
+    assert a5["train"].vocab_size == 4 and a5["train"].n_classes == 60  # identity, two generators, start token
+    assert a5["train"].length == cfg.a5_length + 1
+
+
+def test_a5_trains_only_its_models_and_its_claim_reads_them(tmp_path, monkeypatch):
+    """Cells outside ``a5_models`` keep their sizes and no measurement; the A5 claim reads the trained ones, each
+    class by its family, and says so when A5 was not run."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    from lab.methods.arena import claims as C
+    from lab.methods.arena.experiment import run
+
+    cfg = Config.from_profile("ci", models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer", "lstm"),
+                              tasks=("parity", "a5"), a5_models=("gla", "lstm"), a5_length=8, a5_steps=4)
+    assert cfg.models_of("a5") == ("gla", "lstm") and cfg.models_of("parity") == cfg.models
+    ds = run(cfg, progress=False)
+    acc = ds.accuracy.sel(task="a5")
+    assert np.isfinite(acc.sel(model=["gla", "lstm"])).all() and np.isnan(acc.sel(model="transformer")).all()
+    assert (ds.params.sel(task="a5") > 0).all() and np.isfinite(ds.state_bytes.sel(task="a5")).all()
+    assert C._trained_on("a5", C.DIAGONAL)(ds) == ["gla"] and C._trained_on("a5", C.NON_DIAGONAL)(ds) == ["lstm"]
+    fits = ds.copy(deep=True)  # the verdict follows the numbers: diagonal below the bar, LSTM above -> holds
+    fits["accuracy"].loc[dict(task="a5", model="gla", factor=1)] = 0.7
+    fits["accuracy"].loc[dict(task="a5", model="lstm", factor=1)] = 1.0
+    fits["accuracy"].loc[dict(task="parity", model="gla", factor=1)] = 1.0
+    claim = next(c for c in C.CLAIMS if c.name == "diagonal_recurrences_cannot_fit_a5")
+    assert claim.evaluate(fits).verdict == "holds"
+    fits["accuracy"].loc[dict(task="a5", model="gla", factor=1)] = 0.95  # a diagonal model fits it: fails
+    assert claim.evaluate(fits).verdict == "fails"
+    row = claim.evaluate(ds.sel(task=["parity"]))
+    assert row.verdict == "fails" and "not run" in row.detail
+    for build in (lambda: plots.heatmap(ds, factor=1), lambda: plots.length_curve(ds, "a5"),
+                  lambda: plots.length_curve(ds, "a5", ["transformer"]), lambda: plots.state_vs_accuracy(ds, "a5")):
+        hv.render(build())  # the blank cells draw: a grey square, no curve, no point
+    assert "transformer" in plots.length_curve(ds, "a5").opts["title"]  # the title says which were not trained
+    assert "not run" in str(plots.heatmap(ds, factor=1).get(1).data.text.tolist())
 
 
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
@@ -106,6 +143,7 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
     (dict(test_factors=(2, 4)), "test_factors"),
     (dict(claim_factor=8, test_factors=(1, 2, 4)), "test_factors"),
     (dict(mqar_pairs=5), "mqar_pairs"),
+    (dict(a5_models=("mamba2",)), "a5_models"),
     (dict(budget=10), "budget"),
 ])
 def test_bad_configs_name_the_field(overrides, field):

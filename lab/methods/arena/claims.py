@@ -19,6 +19,14 @@ the length ends; ten times the data (n_train 20 000) left its worst seed at 0.81
 1500 steps fitted it (worst seed 0.954) at 2.5 times the CPU; the transformer without positions reached 0.71 (0.79
 with n_train 20 000). At length 8 every model fits parity at 1x (worst seed >= 0.998), so every verdict below is
 against a competent control.
+
+A5 (``diagonal_recurrences_cannot_fit_a5``) is the one claim read at the training length: the theorem (Merrill,
+Petty & Sabharwal 2024) bounds what a fixed number of diagonal layers computes, and at two layers the bound already
+bites at length 16, as in that paper's Fig. 4 (the layers a model needs to reach 90% on A5 grow with the length for
+Mamba and the transformer, one suffices for an RNN). A5's inputs are the identity and two generators; at length 8
+every model fits it by memorising the 3^8 words and none extends it, so 8 cannot separate the classes (measured
+2026-12-07: see ``Config.a5_length``). The diagonal models' competence is that the same recipe fits parity, which
+their class expresses, in the same run; the LSTM's is A5 itself.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import xarray as xr
 from scipy.stats import spearmanr
 
 from lab.claims import Claim, Competence, Measurement, Pick, value
+from lab.methods.arena.model import FAMILY
 
 GENERALISES = 0.9
 FAILS = 0.75
@@ -48,6 +57,33 @@ def _fits(kind: str, task: str = "parity") -> Competence:
                       value(Pick("accuracy", f"{kind} on {task} at 1x", sel={"task": task, "model": kind,
                                                                               "factor": 1}), statistic="min"),
                       ">", GENERALISES, "fits the task in distribution: the 'generalises' bar at 1x", unit="")
+
+
+#: the diagonal recurrences (time-invariant, gates in (0, 1), gates in (-1, 1)) and those whose transition is not
+#: diagonal (the non-linear RNNs, the delta rule with beta in (0, 2)), by :data:`FAMILY`
+DIAGONAL = ("lti", "diag01", "diag11")
+NON_DIAGONAL = ("gru", "lstm", "householder11")
+
+
+def _trained_on(task: str, families: tuple[str, ...]):
+    """A selector: the models of ``families`` the run trained on ``task`` (its cells at 1x measured)."""
+
+    def select(ds: xr.Dataset) -> list[str]:
+        if task not in ds.task.values:
+            raise ValueError(f"{task} was not run at this profile (tasks: {', '.join(map(str, ds.task.values))})")
+        acc = ds.accuracy.sel(task=task, factor=1)
+        models = [str(m) for m in ds.model.values
+                  if FAMILY[str(m)] in families and np.isfinite(acc.sel(model=m).values).all()]
+        if not models:
+            raise ValueError(f"no model of the classes {', '.join(families)} was trained on {task}")
+        return models
+
+    return select
+
+
+def _a5_fit(families: tuple[str, ...], label: str) -> Pick:
+    return Pick("accuracy", label, sel={"task": "a5", "model": _trained_on("a5", families), "factor": 1},
+                reduce="max")
 
 
 def _spearman_state(task: str):
@@ -101,6 +137,44 @@ CLAIMS = [
         control=value(_beyond("gla_neg"), statistic="max"),
         control_label="the negative-gate diagonal RNN (gla_neg) on the same test, best seed",
         competence=(_fits("transformer"), _fits("gla_neg")),
+    ),
+    Claim(
+        name="diagonal_recurrences_cannot_fit_a5",
+        statement="No diagonal recurrence (time-invariant, or gated with gates in (0, 1) or (-1, 1)) fits the word "
+                  "problem of A5 at length 16 with two layers, even in distribution (the best of them, best seed, "
+                  "below the 'fits' bar), where a recurrence with a non-diagonal transition (LSTM, GRU or the delta "
+                  "rule with beta in (0, 2)) does (its best model, worst seed).",
+        source="Merrill, Petty & Sabharwal 2024 (ICML), Theorem 4.4 and Fig. 4; Grazzi et al. 2025 (ICLR), "
+               "section 4; the arena's A5 cells",
+        measure=value(_a5_fit(DIAGONAL, "best diagonal recurrence on A5 at 1x"), statistic="max"),
+        op="<", threshold=GENERALISES,
+        threshold_source="the 'fits the task in distribution' bar of every competence check here (chance 1/60)",
+        unit="",
+        control=value(_a5_fit(NON_DIAGONAL, "best non-diagonal recurrence on A5 at 1x"), statistic="min"),
+        control_label="the best recurrence with a non-diagonal transition, same budget and training, worst seed",
+        competence=(
+            Competence("the diagonal recurrences trained on A5, on parity at the training length (worst model, "
+                       "worst seed)",
+                       value(Pick("accuracy", "worst diagonal recurrence on parity at 1x",
+                                  sel={"task": "parity", "model": _trained_on("a5", DIAGONAL), "factor": 1},
+                                  reduce="min"), statistic="min"),
+                       ">", GENERALISES, "the same recipe fits the task their class expresses: the 'generalises' "
+                       "bar at 1x", unit=""),
+            Competence("the non-diagonal recurrences, A5 at the training length (best model, worst seed)",
+                       value(_a5_fit(NON_DIAGONAL, "best non-diagonal recurrence on A5 at 1x"), statistic="min"),
+                       ">", GENERALISES, "fits the task in distribution: the 'generalises' bar at 1x", unit=""),
+        ),
+    ),
+    Claim(
+        name="a5_tracked_beyond_training_length",
+        statement="The LSTM, which fits A5 at length 16, keeps tracking it beyond that length (accuracy on the "
+                  "positions past 16 at claim_factor x, worst seed; chance 1/60).",
+        source="Merrill, Petty & Sabharwal 2024: an RNN tracks A5 at every length; the arena's A5 cells",
+        measure=value(Pick("accuracy_beyond", "LSTM on A5 beyond the training length",
+                           sel={"task": "a5", "model": "lstm", "factor": _factor}), statistic="min"),
+        op=">", threshold=GENERALISES, threshold_source=_BARS, unit="",
+        no_control="a report row: how far the model that fits A5 carries it past its training length",
+        report=True,
     ),
     Claim(
         name="recall_grows_with_state",

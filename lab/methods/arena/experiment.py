@@ -18,16 +18,22 @@ from lab.results import Coord, Schema, Var
 
 __all__ = ["run"]
 
+#: why a cell has no measurement: the run does not train that model on that task
+_NOT_TRAINED = "a model the run does not train on that task (A5 outside a5_models)"
+
 SCHEMA = Schema(
-    Var("accuracy", ("task", "model", "seed", "factor"), "accuracy over every labelled position", "1"),
+    Var("accuracy", ("task", "model", "seed", "factor"), "accuracy over every labelled position", "1",
+        missing=_NOT_TRAINED),
     Var("accuracy_beyond", ("task", "model", "seed", "factor"),
         "accuracy over the labelled positions beyond the training length (none at factor 1)", "1",
-        missing="factor 1 has no position beyond the training length"),
-    Var("final_loss", ("task", "model", "seed"), "training loss, mean of the last 10% of steps", "nats"),
+        missing="factor 1 has no position beyond the training length, or " + _NOT_TRAINED),
+    Var("final_loss", ("task", "model", "seed"), "training loss, mean of the last 10% of steps", "nats",
+        missing=_NOT_TRAINED),
     Var("train_tokens_per_s", ("task", "model", "seed"), "training tokens per second (forward and backward)",
-        "tokens/s"),
+        "tokens/s", missing=_NOT_TRAINED),
     Var("stream_tokens_per_s", ("task", "model"),
-        "tokens per second read one at a time (first seed; a transformer re-reads its prefix)", "tokens/s"),
+        "tokens per second read one at a time (first seed; a transformer re-reads its prefix)", "tokens/s",
+        missing=_NOT_TRAINED),
     Var("state_bytes", ("task", "model", "factor"), "inference state of one sequence at the test length", "bytes"),
     Var("params", ("task", "model"), "trainable parameters", "1", dtype=int),
     Var("width", ("task", "model"), "model width d_model", "1", dtype=int),
@@ -41,7 +47,7 @@ _VERDICT = {"yes": 1.0, "no": 0.0, "open": 0.5}
 
 def splits(cfg: Config, task: str) -> dict:
     """``{"train": TokenTask, factor: TokenTask, ...}`` of one task, with start tokens."""
-    options = {"cyclic": {"modulus": 5},
+    options = {"cyclic": {"modulus": 5}, "a5": {"generators": 1},
                "mqar": {"vocab_size": cfg.mqar_vocab, "n_pairs": cfg.mqar_pairs}}.get(task, {})
     length = cfg.length_of(task)
     raw = make_splits(task, n_train=cfg.n_train, n_test=cfg.n_test, train_length=length,
@@ -52,7 +58,9 @@ def splits(cfg: Config, task: str) -> dict:
 
 
 def run(cfg: Config, progress: bool = True) -> xr.Dataset:
-    """Train every (task, model, seed) cell (workers, cached), then test each at every length.
+    """Train every (task, model, seed) cell (workers, cached), then test each at every length. A cell of a model
+    not trained on its task (A5 outside ``cfg.a5_models``) keeps its size (width, parameters, state bytes, theory)
+    and leaves its measurements empty.
 
     Returns:
         Dataset with dims task, model, seed, factor (see each variable's long_name).
@@ -65,6 +73,12 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     for i, task, j, kind in tqdm(cells, desc="arena cells", disable=not progress):
         split = data[task]
         res["theory"][i, j] = _VERDICT[M.prediction(kind, task).verdict]
+        if kind not in cfg.models_of(task):
+            model = T.untrained_model(cfg, split["train"], kind)
+            res["params"][i, j], res["width"][i, j] = n_params(model), model.d_model
+            for k, f in enumerate(cfg.test_factors):
+                res["state_bytes"][i, j, k] = model.state_bytes(split[f].length)
+            continue
         for s, seed in enumerate(cfg.seeds):
             trained = T.trained_model(cfg, split["train"], kind, seed)
             model = trained.model.eval()
@@ -84,6 +98,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                 probe = torch.as_tensor(split[1].inputs[:8])
                 res["stream_tokens_per_s"][i, j] = T.stream_tokens_per_s(model, probe, repeats=2)
     return res.build(attrs={"train_length": cfg.train_length, "state_length": cfg.state_length,
+                            "a5_length": cfg.a5_length, "a5_steps": cfg.a5_steps,
                             "claim_factor": cfg.claim_factor, "budget": cfg.budget, "steps": cfg.steps,
                             "state_steps": cfg.state_steps,
                             "sources": "; ".join(f"{k}: {v}" for k, v in M.SOURCES.items())})

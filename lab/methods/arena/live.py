@@ -12,7 +12,7 @@ from lab.methods.arena.model import SOURCES, prediction
 __all__ = ["FORMAT", "grid", "theory_text"]
 
 #: bump when the results' layout changes (invalidates the cached grids)
-FORMAT = 1
+FORMAT = 2
 
 
 @memo(maxsize=4)

@@ -39,10 +39,14 @@ def heatmap(ds: xr.Dataset, factor: int | None = None, *, width: int = 760, heig
         for model in ds.model.values:
             v = float(acc.sel(task=task, model=model))
             mark = THEORY_MARK[float(ds.theory.sel(task=task, model=model))]
-            rows.append((str(model), str(task), v, f"{v:.2f}\n{mark}", text_colour(v, _CMAP, _CLIM)))
+            if np.isnan(v):  # a cell the run does not train (A5 outside a5_models): blank, theory still said
+                rows.append((str(model), str(task), v, f"not run\n{mark}", "#555555"))
+            else:
+                rows.append((str(model), str(task), v, f"{v:.2f}\n{mark}", text_colour(v, _CMAP, _CLIM)))
     where = "beyond the training length" if factor > 1 else "at the training length"
     heat = hv.HeatMap([r[:3] for r in rows], ["model", "task"], "accuracy").opts(
-        cmap=_CMAP, clim=_CLIM, colorbar=True, width=width, height=height, tools=["hover"], xrotation=30,
+        cmap=_CMAP, clim=_CLIM, colorbar=True, clipping_colors={"NaN": "#eeeeee"}, width=width, height=height,
+        tools=["hover"], xrotation=30,
         title=f"Accuracy at {factor}x the training length ({where}), mean over {ds.sizes['seed']} seeds; "
               f"theory: yes / no / ?", fontsize={"title": "10pt"})
     labels = hv.Labels([(r[0], r[1], r[3], r[4]) for r in rows], ["model", "task"], ["text", "colour"]).opts(
@@ -52,8 +56,17 @@ def heatmap(ds: xr.Dataset, factor: int | None = None, *, width: int = 760, heig
 
 def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) -> hv.Overlay:
     """Accuracy over every labelled position against the test length on ``task``, one curve per model (mean over
-    seeds, band min-max)."""
-    models = list(ds.model.values if models is None else models)
+    seeds, band min-max); a model the run did not train on ``task`` is left out (say so in the title)."""
+    models = [str(m) for m in (ds.model.values if models is None else models)]
+    trained = [m for m in models if np.isfinite(ds.accuracy.sel(task=task, model=m).values).all()]
+    missing = f"; not trained on {task}: {', '.join(sorted(set(models) - set(trained)))}" if len(trained) < len(
+        models) else ""
+    models = trained
+    if not models:  # nothing to draw: say why where the curve would be
+        return hv.Overlay([hv.Text(2.0, 0.5, f"not trained on {task} in this run{missing.split(':', 1)[1]}",
+                                   fontsize=10)]).opts(**curve_opts(
+            logx=True, ylim=(0, 1.05), xlim=(0.9, 1.12 * float(ds.factor.max())), width=width, height=360,
+            xlabel="test length / training length", ylabel="accuracy", title=f"{task}: accuracy against length"))
     layers = []
     for model in models:
         acc = ds.accuracy.sel(task=task, model=model)
@@ -68,7 +81,7 @@ def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) ->
     return hv.Overlay(layers).opts(**curve_opts(
         logx=True, ylim=(0, 1.05), xlim=(0.9, 1.12 * float(ds.factor.max())),
         xticks=[int(f) for f in ds.factor.values], width=width, height=360, legend_position="right",
-        title=f"{task}: accuracy against length ({ds.sizes['seed']} seeds, min-max band)"))
+        title=f"{task}: accuracy against length ({ds.sizes['seed']} seeds, min-max band){missing}"))
 
 
 def state_vs_accuracy(ds: xr.Dataset, task: str = "mqar", *, width: int = 620) -> hv.Overlay:
@@ -77,6 +90,8 @@ def state_vs_accuracy(ds: xr.Dataset, task: str = "mqar", *, width: int = 620) -
     for model in ds.model.values:
         b = float(ds.state_bytes.sel(task=task, model=model, factor=1))
         a = float(ds.accuracy.sel(task=task, model=model, factor=1).mean("seed"))
+        if np.isnan(a):  # not trained on this task
+            continue
         points.append(hv.Scatter([(b, a)], "state bytes", "accuracy", label=str(model)).opts(
             color=COLOURS[str(model)], size=11, marker=_marker(str(model))))
     ticks = log_ticks(0.8 * float(sizes.min()), 1.25 * float(sizes.max()))
@@ -96,9 +111,15 @@ def discussion(ds: xr.Dataset, claims) -> str:
     fit = ds.accuracy.sel(factor=1).min("seed")
     unfit = [f"{m} on {t}" for t in ds.task.values for m in ds.model.values
              if float(fit.sel(task=t, model=m)) <= 0.9]
+    a5 = ""
+    if "a5" in ds.task.values:
+        at1 = ds.accuracy.sel(task="a5", factor=1).min("seed")
+        fitted = {str(m): float(at1.sel(model=m)) for m in ds.model.values if np.isfinite(float(at1.sel(model=m)))}
+        a5 = (f"**A5 at its training length** ({ds.attrs.get('a5_length', '?')}), worst seed: "
+              + ", ".join(f"{m} {v:.2f}" for m, v in sorted(fitted.items(), key=lambda kv: -kv[1])) + ". ")
     return (f"**Parity at {f}x the training length**, worst seed: "
             + ", ".join(f"{m} {v:.2f}" for m, v in sorted(best.items(), key=lambda kv: -kv[1]))
-            + f". Above 0.9 on every seed: {', '.join(holds) or 'none'}. "
+            + f". Above 0.9 on every seed: {', '.join(holds) or 'none'}. " + a5
             + "Cells not fitted at the training length on their worst seed (accuracy at most 0.9): "
             + f"{', '.join(unfit) if unfit else 'none'}; their failures beyond it say little. "
             + f"{claims.summary()}.")

@@ -22,7 +22,7 @@ from lab.datasets.tokens import IGNORE, TokenTask
 from lab.methods.arena.config import Config
 
 __all__ = ["WEIGHTS_VERSION", "accuracy_by_position", "stream_tokens_per_s", "token_loss", "train_all",
-           "trained_model", "width"]
+           "trained_model", "untrained_model", "width"]
 
 #: bump when training changes for an unchanged config (invalidates cached weights)
 WEIGHTS_VERSION = 1
@@ -80,6 +80,11 @@ def trained_model(cfg: Config, task: TokenTask, kind: str, seed: int, *, progres
                                               n_layers=cfg.n_layers), train, use_cache=cfg.use_cache)
 
 
+def untrained_model(cfg: Config, task: TokenTask, kind: str) -> zoo.TokenModel:
+    """``kind`` at its matched width on ``task``, untrained: the size of a cell the run does not train."""
+    return zoo.build(kind, task.vocab_size, task.n_classes, d_model=width(cfg, kind, task), n_layers=cfg.n_layers)
+
+
 def _cached(cfg: Config, task: TokenTask, kind: str, seed: int) -> bool:
     return state_path("arena", f"{task.name}-{kind}", training_key(cfg, task, kind, seed)).exists()
 
@@ -103,7 +108,7 @@ def train_all(cfg: Config, tasks: list[TokenTask], progress: bool = True) -> lis
         return []
     jobs = []
     for task in tasks:
-        for kind in cfg.models:
+        for kind in cfg.models_of(task.name):
             cost = (cfg.steps_of(task.name) * STEP_COST[kind] * 0.01 * (cfg.budget / 10_000) ** 0.5
                     * cfg.batch_size / 32)
             jobs += [Job(f"{kind} {task.name} seed {seed}", _train_job, (cfg, task, kind, seed), cost=cost,

@@ -59,14 +59,15 @@ def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) ->
     seeds, band min-max); a model the run did not train on ``task`` is left out (say so in the title)."""
     models = [str(m) for m in (ds.model.values if models is None else models)]
     trained = [m for m in models if np.isfinite(ds.accuracy.sel(task=task, model=m).values).all()]
-    missing = f"; not trained on {task}: {', '.join(sorted(set(models) - set(trained)))}" if len(trained) < len(
-        models) else ""
+    untrained = sorted(set(models) - set(trained))
+    missing = f"; {len(untrained)} not trained on {task}" if untrained else ""
     models = trained
     if not models:  # nothing to draw: say why where the curve would be
-        return hv.Overlay([hv.Text(2.0, 0.5, f"not trained on {task} in this run{missing.split(':', 1)[1]}",
+        return hv.Overlay([hv.Text(2.0, 0.5, f"{', '.join(untrained)}: not trained on {task} in this run",
                                    fontsize=10)]).opts(**curve_opts(
             logx=True, ylim=(0, 1.05), xlim=(0.9, 1.12 * float(ds.factor.max())), width=width, height=360,
-            xlabel="test length / training length", ylabel="accuracy", title=f"{task}: accuracy against length"))
+            xticks=[int(f) for f in ds.factor.values], xlabel="test length / training length", ylabel="accuracy",
+            title=f"{task}: accuracy against length"))
     layers = []
     for model in models:
         acc = ds.accuracy.sel(task=task, model=model)

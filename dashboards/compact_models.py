@@ -18,7 +18,7 @@ import functools
 import panel as pn
 import param
 
-from dashboards.in_place import built_once, follow, later
+from dashboards.forgetting import built_once, follow, later
 from dashboards.panels import MethodDashboard, MethodPanel, preparation, view
 from lab.methods.ssdi8 import live as qlive
 from lab.methods.ssdi8 import plots as qplots

@@ -8,7 +8,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboards.in_place import built_once, follow, later
+from dashboards.forgetting import built_once, follow, later
 from dashboards.panels import MethodPanel, field_param, preparation, view
 from lab.methods.steer import live, plots
 from lab.methods.steer.config import Config

@@ -18,7 +18,7 @@ import functools
 import panel as pn
 import param
 
-from dashboards.forgetting import built_once, follow, later
+from dashboards.forgetting import built_once, follow
 from dashboards.panels import MethodDashboard, MethodPanel, preparation, view
 from lab.methods.ssdi8 import live as qlive
 from lab.methods.ssdi8 import plots as qplots
@@ -124,7 +124,7 @@ class InrPanel(MethodPanel):
         return _pane(plots.rd_curves(rows, f"PSNR against size: {self.datum}"))
 
     def main(self) -> list:
-        return [self.summary, self.images, *later(self.pyramid, self.rate_distortion)]  # those once shown
+        return [self.summary, self.images, self.pyramid, self.rate_distortion]
 
 
 class Ssdi8Panel(MethodPanel):
@@ -174,7 +174,7 @@ class Ssdi8Panel(MethodPanel):
                          follow(self, self._histogram, QUANT_PARAMS, linked_axes=False))
 
     def main(self) -> list:
-        return later(self.bars, self.histogram)  # a tab behind the first: drawn once the page is shown
+        return [self.bars, self.histogram]
 
 
 class Dashboard(MethodDashboard):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboards.forgetting import built_once, follow, later
+from dashboards.forgetting import built_once, follow
 from dashboards.panels import MethodPanel, field_param, preparation, view
 from lab.methods.steer import live, plots
 from lab.methods.steer.config import Config
@@ -94,7 +94,7 @@ class Dashboard(MethodPanel):
         return pn.pane.Markdown(plots.explore_equations(self.result()), sizing_mode="stretch_width")
 
     def main(self) -> list:
-        return [self.equations, self.coefficients, *later(self.connectivity, self.activity)]  # those once shown
+        return [self.equations, self.coefficients, self.connectivity, self.activity]
 
 
 def app():

@@ -53,55 +53,22 @@ def follow(panel: MethodPanel, plot: Callable[[], hv.core.Dimensioned], on: Sequ
 
 
 def _streams(panel: MethodPanel, names: tuple[str, ...]) -> list:
-    """The list to which a figure of ``panel`` that follows the parameters ``names`` adds its stream (the streams of
-    the view being built replace those of its previous build); one watcher of the panel redraws every figure that
-    follows a changed parameter."""
-    state = panel.__dict__.setdefault("_following", {"groups": {}, "watched": set()})
-    unwatched = [n for n in names if n not in state["watched"]]
-    if unwatched:
-        state["watched"].update(unwatched)
-        panel.param.watch(functools.partial(_redraw, state), unwatched)
-    return state["groups"].setdefault(names, {}).setdefault(panel.__dict__.get("_building"), [])
+    """The streams of ``panel``'s figures that follow the parameters ``names`` (those of the view being built
+    replace the ones of its previous build), and the one watcher that redraws them all at once."""
+    groups = panel.__dict__.setdefault("_follow_streams", {})
+    if names not in groups:
+        groups[names] = {}
 
+        def redraw(*_):
+            doc = pn.state.curdoc
+            with contextlib.ExitStack() as stack:
+                if doc is not None:  # served: the changes leave in one message, the models recomputed once
+                    stack.enter_context(pn.io.hold(doc))
+                    stack.enter_context(doc.models.freeze())
+                hv.streams.Stream.trigger([s for streams in groups[names].values() for s in streams])
 
-def _redraw(state: dict, *events) -> None:
-    changed = {event.name for event in events}
-    streams = [stream for names, views in state["groups"].items() if changed & set(names)
-               for group in views.values() for stream in group]
-    doc = pn.state.curdoc
-    with contextlib.ExitStack() as stack:
-        if doc is not None:  # served: the changes leave in one message, the models recomputed once
-            stack.enter_context(pn.io.hold(doc))
-            stack.enter_context(doc.models.freeze())
-        hv.streams.Stream.trigger(streams)
-
-
-#: per served page: the views waiting to be drawn once it is shown, and their places
-_LATER: dict = {}
-
-
-def later(*views: Callable) -> list[pn.Column]:
-    """``views`` drawn once the page is shown, with every other panel's in one go (one callback, one hold and freeze
-    of the document): a page of forty figures shows its first ones within seconds instead of after all of them are
-    built. Returns their places on the page (filled at once where no page is served)."""
-    places = [pn.Column(sizing_mode="stretch_width") for _ in views]
-    doc = pn.state.curdoc
-    if doc is None or doc.session_context is None:
-        for place, view in zip(places, views):
-            place.objects = [pn.panel(view)]
-        return places
-    if doc not in _LATER:
-        _LATER[doc] = []
-
-        def fill():
-            with pn.io.hold(doc), doc.models.freeze():
-                for place, view in _LATER.pop(doc, []):
-                    place.objects = [pn.panel(view)]
-
-        pn.state.onload(fill)
-        pn.state.on_session_destroyed(lambda _context: _LATER.pop(doc, None))  # closed before it was shown
-    _LATER[doc] += zip(places, views)
-    return places
+        panel.param.watch(redraw, list(names))
+    return groups[names].setdefault(panel.__dict__.get("_building"), [])
 
 
 def _blank(element: hv.Element) -> hv.Element:
@@ -130,8 +97,8 @@ def built_once(*rebuild: str, needs: str | Sequence[str] = ()) -> Callable[[Call
                 prep = self.preparations[name]
                 if not prep.ready:
                     return prep.placeholder()
-            for views in self.__dict__.get("_following", {}).get("groups", {}).values():
-                views.pop(fn.__name__, None)  # the figures of the previous build are gone
+            for groups in self.__dict__.get("_follow_streams", {}).values():
+                groups.pop(fn.__name__, None)  # the figures of the previous build are gone
             self._building = fn.__name__
             try:
                 out = fn(self)
@@ -221,9 +188,7 @@ class RemPanel(MethodPanel):
                             on=(*CELL_PARAMS, "seed_offset"), needs=("model",))
 
     def main(self) -> list:
-        # the cell's two figures come with the page; the other views (thirty figures) follow it once it is shown
-        grids, redirected, summary = later(self.grids, self.redirected, self.summary)
-        return [grids, self.cell, redirected, summary]
+        return [self.grids, self.cell, self.redirected, self.summary]
 
 
 class QgpmPanel(MethodPanel):
@@ -265,7 +230,7 @@ class QgpmPanel(MethodPanel):
                       pn.pane.HoloViews(qgpm_plots.memory_vs_accuracy(qgpm_live.memory_vs_accuracy(self.profile))))
 
     def main(self) -> list:
-        return later(self.matrix)
+        return [self.matrix]
 
 
 class WscPanel(MethodPanel):
@@ -300,7 +265,7 @@ class WscPanel(MethodPanel):
         return follow(self, self._matrix, ("variant",), needs=("stream",))
 
     def main(self) -> list:
-        return later(self.matrix)
+        return [self.matrix]
 
 
 class Dashboard(MethodDashboard):

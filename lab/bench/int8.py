@@ -6,7 +6,7 @@ median of at least 7 rounds), so that load that comes and goes hits every implem
 * ``ssd``: Mamba-2's SSD on random inputs with SSDi8's shapes, at one thread and at the process's default threads
   (torch's and Numba's): the float32 kernel (:func:`kernels.ssd`, its torch stages and its Numba stages: the faster
   is the float baseline), SSDi8's INT8 path (:func:`lab.methods.ssdi8.model.ssd_int8`, backend ``int``: the Numba
-  kernels of :mod:`kernels._numba.ssd_int8`, int8 codes, int32 sums, the float tail fused) and its fake-quant twin
+  kernels of :mod:`kernels.ssd_int8`, int8 codes, int32 sums, the float tail fused) and its fake-quant twin
   (the torch stages, the same codes multiplied as float32);
 * ``gemm``: one projection ``(tokens, d_in) @ (d_in, d_out)`` in float32 (``torch.mm``) and in int8 -> int32
   (``torch._int_mm``), at the SSD bench's size and at a large size, to show whether this CPU's int8 product is

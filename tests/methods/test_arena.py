@@ -48,9 +48,12 @@ def test_ci_run_fills_every_cell_and_evaluates_its_claims(ci_result):
     data, claims = ci_result("arena")
     cfg = Config.from_profile("ci")
     assert data.accuracy.shape == (len(cfg.tasks), len(cfg.models), cfg.n_seeds, len(cfg.test_factors))
-    assert np.isfinite(data.accuracy.values).all()
+    for task in cfg.tasks:  # every trained cell measured, the others (A5 outside a5_models) empty
+        trained = list(cfg.models_of(task))
+        assert np.isfinite(data.accuracy.sel(task=task, model=trained).values).all(), task
+        assert np.isnan(data.accuracy.sel(task=task).drop_sel(model=trained).values).all(), task
+        assert np.isfinite(data.accuracy_beyond.sel(task=task, model=trained, factor=cfg.claim_factor)).all()
     assert np.isnan(data.accuracy_beyond.sel(factor=1)).all()
-    assert np.isfinite(data.accuracy_beyond.sel(factor=cfg.claim_factor)).all()
     assert (data.params.values > 0).all()
     assert abs(data.params.values / cfg.budget - 1).max() < 0.35
     tf = data.state_bytes.sel(model="transformer", task="parity").values

@@ -28,7 +28,8 @@ class Config(RuntimeConfig, BaseConfig):
     """The arena: every model at one parameter budget on every task, trained at one length, tested at several."""
 
     PROFILES: ClassVar = {
-        "ci": dict(models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer"), tasks=("parity", "mqar"),
+        "ci": dict(models=("gla", "gla_neg", "deltanet", "deltanet_neg", "transformer"),
+                   tasks=("parity", "mqar", "a5"), a5_models=("gla", "deltanet_neg"), a5_length=8, a5_steps=4,
                    budget=2000, n_train=64, n_test=16, steps=4, state_steps=4, batch_size=8, test_factors=(1, 2, 4),
                    n_seeds=1),
         "quick": {},

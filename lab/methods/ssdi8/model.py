@@ -162,7 +162,7 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
         B, C: ``(b, L, groups, N)``; D: ``(heads,)``.
         scales: :class:`SSDScales` (axis-aware, or :meth:`SSDScales.per_tensor`).
         decay_bits: fractional bits ``k`` of the fixed-point chunk decay.
-        backend: ``int`` (the Numba kernels of :mod:`kernels._numba.ssd_int8`: int8 codes, int32 sums, the float
+        backend: ``int`` (the Numba kernels of :mod:`kernels.ssd_int8`: int8 codes, int32 sums, the float
             tail fused; every code as the ``fake`` path's, the output to float rounding) or ``fake`` (the fake-quant
             twin: the stages below as torch ops, the codes multiplied as float32; see :func:`quant.qmatmul`).
         held: if a dict, filled with ``name -> (numel, bytes per element)`` of the tensors held between stages.
@@ -220,7 +220,7 @@ def _ssd_int8_kernels(x, dt, A, B, C, D, scales: SSDScales, q: int, decay_bits: 
     """:func:`ssd_int8` on the Numba kernels (backend ``int``): the same codes and int32 sums, the float tail
     fused. Returns ``y`` and the codes (``x``, ``B``, ``C``, ``CB`` lower triangle, ``chunk_states``, ``states``;
     the states ``(b, c, h, N, headdim)``)."""
-    from kernels._numba import ssd_int8 as nk
+    from kernels import ssd_int8 as nk
 
     x, dt, A, B, C, D = (t.detach() for t in (x, dt, A, B, C, D))  # inference only: no autograd through the codes
     b, L, h, p = x.shape

@@ -1,14 +1,24 @@
 """Forgetting dashboard: what unlearning erases and what continual learning keeps. REM's task space (discovery rate x
 regularity of the corruption) with every method's score as a heat map, a chosen cell's accuracies before and after
 unlearning and what REM's extra units absorbed; QGPM's accuracy matrix and basis memory against accuracy; Weight
-Space Consolidation's accuracy matrix."""
+Space Consolidation's accuracy matrix.
+
+The figures follow the widgets in place: each is a DynamicMap on the parameters it shows, so choosing a cell or a
+variant changes the data of the figures on the page (REM's heat maps stay; only the chosen cell's outline moves)
+instead of replacing them with new Bokeh figures (issue 43: an answer within a second)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Callable, Sequence
+
+import holoviews as hv
+import numpy as np
 import panel as pn
 import param
 
-from dashboards.panels import MethodDashboard, MethodPanel, preparation, view
+from dashboards.panels import MethodDashboard, MethodPanel, SizedPlot, preparation
 from lab.methods.qgpm import live as qgpm_live
 from lab.methods.qgpm import plots as qgpm_plots
 from lab.methods.rem import live, plots
@@ -19,7 +29,87 @@ METHOD = ("rem", "qgpm", "wsc")
 TITLE = "Forgetting: REM's unlearning task space, continual learning's accuracy matrices (QGPM, WSC)"
 DESCRIPTION = "REM unlearns corrupted data; QGPM and WSC learn task after task without forgetting"
 
-CELL_PARAMS = ("corruption", "rate", "profile")
+CELL_PARAMS = ("corruption", "rate")
+
+
+def follow(panel: MethodPanel, plot: Callable[[], hv.core.Dimensioned], on: Sequence[str], needs: Sequence[str] = (),
+           **pane_options) -> pn.pane.HoloViews:
+    """``plot()`` in a figure that follows the parameters ``on`` of ``panel`` in place (a DynamicMap: the figure
+    stays, its data, title and axes change). The figures that follow the same parameters are redrawn together, in
+    one hold and freeze of the page's document (their changes leave in one message, and Bokeh recomputes the
+    document's models once, not once per figure: a second per figure on a page of forty). While a preparation in
+    ``needs`` (one that depends on ``on``) is not ready, the figure is blanked under a waiting title; its finishing
+    (its counter) draws the frame."""
+    def frame(**_):
+        waiting = [panel.preparations[n] for n in needs if not panel.preparations[n].ready]
+        if waiting and dmap.last is not None:
+            return dmap.last.map(_blank, hv.Element).opts(title=f"waiting for {waiting[0].spec.label}...")
+        return plot()
+
+    stream = hv.streams.Params(panel, [*on, *needs], watch=False)
+    _streams(panel, (*on, *needs)).append(stream)
+    dmap = hv.DynamicMap(frame, streams=[stream])
+    return pn.pane.HoloViews(dmap, **pane_options)
+
+
+def _streams(panel: MethodPanel, names: tuple[str, ...]) -> list:
+    """The streams of ``panel``'s figures that follow the parameters ``names`` (those of the view being built
+    replace the ones of its previous build), and the one watcher that redraws them all at once."""
+    groups = panel.__dict__.setdefault("_follow_streams", {})
+    if names not in groups:
+        groups[names] = {}
+
+        def redraw(*_):
+            doc = pn.state.curdoc
+            with contextlib.ExitStack() as stack:
+                if doc is not None:  # served: the changes leave in one message, the models recomputed once
+                    stack.enter_context(pn.io.hold(doc))
+                    stack.enter_context(doc.models.freeze())
+                hv.streams.Stream.trigger([s for streams in groups[names].values() for s in streams])
+
+        panel.param.watch(redraw, list(names))
+    return groups[names].setdefault(panel.__dict__.get("_building"), [])
+
+
+def _blank(element: hv.Element) -> hv.Element:
+    """``element`` with its values blanked (NaN, or empty text) and its keys kept: the same figure, nothing shown in
+    it (a stacked bar chart cannot be drawn without rows)."""
+    df = element.dframe()
+    for vd in element.vdims:
+        df[vd.name] = np.nan if np.issubdtype(df[vd.name].dtype, np.number) else ""
+    return element.clone(df)
+
+
+def built_once(*rebuild: str, needs: str | Sequence[str] = ()) -> Callable[[Callable], Callable]:
+    """:func:`dashboards.panels.view` for a view of figures that :func:`follow` the widgets: the view is built once
+    per value of the ``rebuild`` parameters (its preparations' placeholder until they are first ready) and the same
+    view is returned afterwards, so the page keeps its figures (Panel leaves a view returned again as it is), also
+    when a preparation finishes for another setting."""
+    names = (needs,) if isinstance(needs, str) else tuple(needs)
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(self):
+            key, built = tuple(getattr(self, p) for p in rebuild), self.__dict__.setdefault("_built", {})
+            if built.get(fn.__name__, (None,))[0] == key:
+                return built[fn.__name__][1]
+            for name in names:
+                prep = self.preparations[name]
+                if not prep.ready:
+                    return prep.placeholder()
+            for groups in self.__dict__.get("_follow_streams", {}).values():
+                groups.pop(fn.__name__, None)  # the figures of the previous build are gone
+            self._building = fn.__name__
+            try:
+                out = fn(self)
+            finally:
+                self._building = None
+            built[fn.__name__] = (key, SizedPlot(out) if isinstance(out, pn.pane.HoloViews) else out)
+            return built[fn.__name__][1]
+
+        return param.depends(*rebuild, *names)(wrapper)
+
+    return decorate
 
 
 class RemPanel(MethodPanel):
@@ -69,27 +159,33 @@ class RemPanel(MethodPanel):
     def _cell(self) -> tuple[str, float]:
         return str(self.corruption), float(self.rate)
 
-    @view(*CELL_PARAMS, needs="grid")
-    def grids(self):
-        # one pane per heat map: a Bokeh grid of them loses their titles and detaches their colour bars
-        grids = plots.score_grids(live.grid(self.profile), selected=self._cell())
-        return pn.Column(pn.pane.Markdown("Score (0-100) over the task space, the chosen cell outlined in red:"),
-                         pn.GridBox(*(pn.pane.HoloViews(p) for p in grids), ncols=3))
+    def _follow(self, plot, on=CELL_PARAMS, needs=()) -> pn.pane.HoloViews:
+        return follow(self, plot, on, needs)
 
-    @view("profile", needs="grid")
+    @built_once("profile", needs="grid")
+    def grids(self):
+        # one pane per heat map: a Bokeh grid of them loses their titles and detaches their colour bars; the heat
+        # maps are drawn once, the chosen cell's outline follows the widgets
+        ds = live.grid(self.profile)
+        panes = [pn.pane.HoloViews(grid * self._follow(lambda: plots.selected_cell(*self._cell())).object)
+                 for grid in plots.score_grids(ds).values()]
+        return pn.Column(pn.pane.Markdown("Score (0-100) over the task space, the chosen cell outlined in red:"),
+                         pn.GridBox(*panes, ncols=3))
+
+    @built_once("profile", needs="grid")
     def summary(self):
         return pn.pane.HoloViews(plots.summary(live.grid(self.profile)))
 
-    @view(*CELL_PARAMS, needs="grid")
+    @built_once("profile", needs="grid")
     def cell(self):
         ds = live.grid(self.profile)
-        return pn.Row(pn.pane.HoloViews(plots.cell_accuracies(ds, *self._cell())),
-                      pn.pane.HoloViews(plots.absorbed(ds, *self._cell())))
+        return pn.Row(self._follow(lambda: plots.cell_accuracies(ds, *self._cell())),
+                      self._follow(lambda: plots.absorbed(ds, *self._cell())))
 
-    @view(*CELL_PARAMS, "seed_offset", needs="model")
+    @built_once("profile", needs="model")
     def redirected(self):
-        info = live.redirected(self.profile, *self._cell(), self.seed_offset)
-        return pn.pane.HoloViews(plots.redirected(info))
+        return self._follow(lambda: plots.redirected(live.redirected(self.profile, *self._cell(), self.seed_offset)),
+                            on=(*CELL_PARAMS, "seed_offset"), needs=("model",))
 
     def main(self) -> list:
         return [self.grids, self.cell, self.redirected, self.summary]
@@ -123,11 +219,14 @@ class QgpmPanel(MethodPanel):
         qgpm_live.accuracy_matrix(s.profile, s.variant)
         report(1)
 
-    @view("variant", "profile", needs="runs")
-    def matrix(self):
+    def _matrix(self) -> hv.HeatMap:
         R = qgpm_live.accuracy_matrix(self.profile, self.variant)
-        return pn.Row(pn.pane.HoloViews(qgpm_plots.accuracy_matrix(
-                          R, title=f"QGPM {R.attrs['label']}: ACC {R.attrs['acc']:.1f}%")),
+        return qgpm_plots.accuracy_matrix(R, title=f"QGPM {R.attrs['label']}: ACC {R.attrs['acc']:.1f}%")
+
+    @built_once("profile", needs="runs")
+    def matrix(self):
+        # the chosen variant's matrix follows the widget; the memory plot shows every variant and stays
+        return pn.Row(follow(self, self._matrix, ("variant",), needs=("runs",)),
                       pn.pane.HoloViews(qgpm_plots.memory_vs_accuracy(qgpm_live.memory_vs_accuracy(self.profile))))
 
     def main(self) -> list:
@@ -155,12 +254,15 @@ class WscPanel(MethodPanel):
         wsc_live.accuracy_matrix(s.profile, s.variant)
         report(1)
 
-    @view("variant", "profile", needs="stream")
-    def matrix(self):
+    def _matrix(self) -> hv.Overlay:
         R = wsc_live.accuracy_matrix(self.profile, self.variant)
-        return pn.pane.HoloViews(wsc_plots.accuracy_matrix(
+        return wsc_plots.accuracy_matrix(
             R, title=f"WSC {self.variant}: accuracy matrix, ACC {R.attrs['acc']:.1f}%, BWT {R.attrs['bwt']:.1f}"
-        ).opts(width=540))  # room for the title
+        ).opts(width=540)  # room for the title
+
+    @built_once("profile", needs="stream")
+    def matrix(self):
+        return follow(self, self._matrix, ("variant",), needs=("stream",))
 
     def main(self) -> list:
         return [self.matrix]

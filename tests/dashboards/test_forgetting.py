@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.in_place import figure_ids
 from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
@@ -25,7 +26,12 @@ def ci_grid(monkeypatch, tmp_path):
 
 
 def _title(pane):
+    """The title of what ``pane`` shows now (a figure that follows the widgets: its frame for the current ones)."""
+    import holoviews as hv
+
     obj = pane.object
+    if isinstance(obj, hv.DynamicMap):
+        obj = obj[()]
     return obj.opts.get().kwargs.get("title", "")
 
 
@@ -43,18 +49,25 @@ def test_grid_is_prepared_in_the_background_then_the_views_follow_the_cell(ci_gr
     row = rem.cell()
     assert _title(row[0]).startswith("backdoor, discovery 0.5")
     rem.corruption, rem.rate = "random", 1.0
-    assert _title(rem.cell()[0]).startswith("random, discovery 1")
+    assert rem.cell() is row  # the same figures: their data follow the cell (issue 43: no figure rebuilt)
+    assert _title(row[0]).startswith("random, discovery 1")
     assert "waiting" in rem.redirected().object  # the cell's REM model trains in the background, not in the view
     settle(rem, deadline)
-    assert "random at 1" in _title(rem.redirected())
+    shown = rem.redirected()
+    assert "random at 1" in _title(shown)
+    rem.corruption = "backdoor"  # a cell whose model is not trained: the figure stays, emptied, while it trains
+    assert rem.redirected() is shown and _title(shown).startswith("waiting for REM's model of the cell")
+    settle(rem, deadline)
+    assert rem.redirected() is shown and "backdoor at 1" in _title(shown)
     caption, grids = rem.grids()
     assert len(grids) == 7  # every method but the second REM run, one pane each
     settle(wsc, deadline)
     assert not errors(wsc), errors(wsc)
     assert _title(wsc.matrix()).startswith("WSC wsc: accuracy matrix, ACC")
+    matrix = wsc.matrix()
     wsc.variant = "replay"
     settle(wsc, deadline)
-    assert _title(wsc.matrix()).startswith("WSC replay")
+    assert wsc.matrix() is matrix and _title(matrix).startswith("WSC replay")
     settle(qgpm, deadline)
     assert not errors(qgpm), errors(qgpm)
     assert _title(qgpm.matrix()[0]).startswith("QGPM ")
@@ -82,6 +95,10 @@ def test_forgetting_loads_and_the_corruption_select_changes_the_cell(page, serve
     after = plot_titles(page)
     assert after != before
     assert not any(t.startswith("random, discovery") for t in before), before
+    figures = figure_ids(page)
     timed_update(page, lambda: select.select_option(label="backdoor"), "forgetting")  # back: warm
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('backdoor, discovery 0.5'))",
+                           timeout=60_000)
+    assert figure_ids(page) == figures  # the plots followed the cell in place: no figure was replaced
     timed_first_plot(page, url, "forgetting")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

@@ -10,7 +10,7 @@ from lab.viz.bands import spread_text
 from lab.viz.style import PALETTE, text_colour
 
 __all__ = ["BASELINES", "LABELS", "absorbed", "advantage", "advantage_map", "cell_accuracies", "discussion",
-           "redirected", "score_grid", "score_grids", "summary"]
+           "redirected", "score_grid", "score_grids", "selected_cell", "summary"]
 
 LABELS = {"original": "original", "retrain": "retrain", "finetune": "fine-tune", "ga": "gradient ascent",
           "npo": "NPO", "rem": "REM", "rem_noexpand": "REM w/o extra units", "rem_noredirect": "REM w/o redirection",
@@ -44,11 +44,14 @@ def score_grid(ds: xr.Dataset, method: str, *, selected: tuple[str, float] | Non
                        ["discovery rate", "corruption"], ["text", "colour"]).opts(text_color="colour",
                                                                                   text_font_size="9pt")
     out = heat * labels
-    if selected is not None:
-        c, r = selected
-        out = out * hv.Points([(f"{float(r):g}", str(c))], ["discovery rate", "corruption"]).opts(
-            marker="square", size=34, fill_alpha=0, line_color="#d1495b", line_width=3)
-    return out
+    return out if selected is None else out * selected_cell(*selected)
+
+
+def selected_cell(corruption: str, rate: float) -> hv.Points:
+    """The outline of one cell of :func:`score_grid`'s task space (a dashboard overlays it on the grids and moves it
+    with the chosen cell, the heat maps left as they are)."""
+    return hv.Points([(f"{float(rate):g}", str(corruption))], ["discovery rate", "corruption"]).opts(
+        marker="square", size=34, fill_alpha=0, line_color="#d1495b", line_width=3)
 
 
 def score_grids(ds: xr.Dataset, methods=None, selected=None) -> hv.Layout:
@@ -133,7 +136,8 @@ def cell_accuracies(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
         title=f"{corruption}, discovery {float(rate):g}: accuracy before (original) and after unlearning",
         width=600, height=380, ylim=(0, 105), xrotation=30, tools=["hover"], multi_level=False,
         shared_axes=False,  # a page would merge its grouped method axis with the summary's
-        cmap={label: c for (_, label), c in zip(measures, PALETTE)}, legend_position="bottom", legend_cols=2)
+        cmap={label: c for (_, label), c in zip(measures, PALETTE)}, legend_position="bottom", legend_cols=2,
+        framewise=True)  # a dashboard updating it in place (a DynamicMap) takes each cell's axes
 
 
 def absorbed(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
@@ -145,7 +149,8 @@ def absorbed(ds: xr.Dataset, corruption: str, rate: float) -> hv.Bars:
     return hv.Bars(rows, ["group", "units"], "accuracy").opts(
         title="REM's extra units: fit to the training labels", xlabel=f"{corruption} at discovery {float(rate):g}",
         width=420, height=380, ylim=(0, 105), tools=["hover"], multi_level=False,
-        cmap={"units on": PALETTE[1], "discarded": PALETTE[0]}, legend_position="bottom", legend_cols=2)
+        cmap={"units on": PALETTE[1], "discarded": PALETTE[0]}, legend_position="bottom", legend_cols=2,
+        framewise=True)
 
 
 def redirected(info: dict) -> hv.Bars:
@@ -156,9 +161,9 @@ def redirected(info: dict) -> hv.Bars:
             for outcome in ("corrupted label", "true label", "other")]
     return hv.Bars(rows, ["examples", "prediction"], "share").opts(
         stacked=True, width=560, height=320, tools=["hover"], xrotation=20, ylim=(0, 105),
-        color=hv.dim("prediction").categorize({"corrupted label": PALETTE[1], "true label": PALETTE[2],
-                                               "other": "#999999"}),
-        legend_position="right",
+        cmap={"corrupted label": PALETTE[1], "true label": PALETTE[2], "other": "#999999"},  # a colour by the
+        # stacked dimension, not a dim transform: Bokeh refuses the transform when a dashboard updates it in place
+        legend_position="right", framewise=True,
         title=f"REM seed {info['seed']}, {info['corruption']} at {info['rate']:g}: {info['n_forget']} redirected",
         xlabel=f"examples (share of the logits in the extra units: {info['share_forget']:.2f} on the redirected, "
                f"{info['share_clean']:.2f} on clean data)")

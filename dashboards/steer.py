@@ -1,10 +1,14 @@
-"""STEER dashboard: plasticity coefficients over sessions, the inferred update equation, connectivity and activity."""
+"""STEER dashboard: plasticity coefficients over sessions, the inferred update equation, connectivity and activity.
+
+The figures follow the schedule and the session in place (DynamicMaps: their data change, the figures stay; issue
+43); a benchmark, seed or profile (another fit, other components) draws them anew."""
 
 from __future__ import annotations
 
 import panel as pn
 import param
 
+from dashboards.forgetting import built_once, follow
 from dashboards.panels import MethodPanel, field_param, preparation, view
 from lab.methods.steer import live, plots
 from lab.methods.steer.config import Config
@@ -16,6 +20,9 @@ DESCRIPTION = "STEER's plasticity coefficients under an unseen stimulation; the 
 #: schedules offered after training (the training schedule is 'random')
 PATTERNS = ["periodic", "ramp", "burst", "constant", "silent", "random"]
 VIEW_PARAMS = ("benchmark", "pattern", "amplitude", "period", "start", "session", "seed", "profile")
+#: what the figures follow in place; the others (a new fit) draw them anew
+FOLLOWED = ("pattern", "amplitude", "period", "start", "session")
+FIT_PARAMS = ("profile", "benchmark", "seed")
 
 
 class Dashboard(MethodPanel):
@@ -65,22 +72,22 @@ class Dashboard(MethodPanel):
                             period=self.period, start=self.start, session=self.session, profile=self.profile,
                             seed=self.seed)
 
+    def _follow(self, plot) -> pn.pane.HoloViews:
+        return follow(self, lambda: plot(self.result()), FOLLOWED)
+
     # one HoloViews element per pane: replacing a pane that holds an hv.Layout stalls the page's updates
-    @view(*VIEW_PARAMS, needs="fit")
+    @built_once(*FIT_PARAMS, needs="fit")
     def coefficients(self):
-        ex = self.result()
-        return pn.Column(pn.pane.HoloViews(plots.explore_coefficients(ex)),
-                         pn.pane.HoloViews(plots.explore_schedule(ex)))
+        return pn.Column(self._follow(plots.explore_coefficients), self._follow(plots.explore_schedule))
 
-    @view(*VIEW_PARAMS, needs="fit")
+    @built_once(*FIT_PARAMS, needs="fit")
     def connectivity(self):
-        ex = self.result()
-        return pn.Row(pn.pane.HoloViews(plots.explore_connectivity(ex, "true")),
-                      pn.pane.HoloViews(plots.explore_connectivity(ex, "model")))
+        return pn.Row(self._follow(lambda ex: plots.explore_connectivity(ex, "true")),
+                      self._follow(lambda ex: plots.explore_connectivity(ex, "model")))
 
-    @view(*VIEW_PARAMS, needs="fit")
+    @built_once(*FIT_PARAMS, needs="fit")
     def activity(self):
-        return pn.pane.HoloViews(plots.explore_activity(self.result()))
+        return self._follow(plots.explore_activity)
 
     @view(*VIEW_PARAMS, needs="fit")
     def equations(self):

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh
+from tests.dashboards.in_place import figure_ids
 from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
@@ -19,6 +20,16 @@ def ci_fits(monkeypatch, tmp_path):
         yield path
 
 
+def _title(pane):
+    """The title of what ``pane`` shows now (a figure that follows the widgets: its frame for the current ones)."""
+    import holoviews as hv
+
+    obj = pane.object
+    if isinstance(obj, hv.DynamicMap):
+        obj = obj[()]
+    return obj.opts.get().kwargs.get("title", "")
+
+
 def test_the_fit_is_prepared_in_the_background_then_the_views_show(ci_fits):
     from dashboards.steer import Dashboard
 
@@ -29,6 +40,11 @@ def test_the_fit_is_prepared_in_the_background_then_the_views_show(ci_fits):
     settle(board, deadline)
     assert board.ready and not errors(board)
     assert "Inferred update equation" in board.equations().object
+    activity, last = board.activity(), board.session
+    assert _title(activity).startswith(f"session {last}:")
+    board.session = last - 1
+    assert board.activity() is activity  # the same figure: its data follow the session (issue 43)
+    assert _title(activity).startswith(f"session {last - 1}:")
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt"))
     board.benchmark = "lorenz"  # a new benchmark needs a new fit: placeholders again until it is ready
     assert not board.ready
@@ -66,6 +82,11 @@ def test_steer_loads_and_the_session_slider_changes_the_plots(page, serve_app, c
     assert after != before
     assert any(t == f"true W, session {last - 2}" for t in after), after
     assert list((ci_fits / "steer").glob("lowrank_linear-*.pt")), "the fit was not cached on disk"
+    figures = figure_ids(page)
     timed_update(page, lambda: handle.press("ArrowLeft"), "steer")  # one step of the main widget
+    page.wait_for_function(
+        f"() => ({TITLES_JS})().some(t => t.startsWith('session {last - 3}:'))", timeout=60_000
+    )
+    assert figure_ids(page) == figures  # the plots followed the slider in place: no figure was replaced
     timed_first_plot(page, url, "steer")  # the page opened again, its data warm
     assert_page_reads(page)  # no console error, nothing wider than the 1400 px window

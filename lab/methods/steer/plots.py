@@ -197,6 +197,7 @@ def explore_coefficients(ex: xr.Dataset) -> hv.Overlay:
         items.append(hv.Curve((k, ex.c_frozen.sel(component=r).values), "session", ex.attrs["c_label"],
                               label=f"frozen c{r}").opts(color="#999999", line_width=1))
     items.append(hv.VLine(shown).opts(color="black", line_width=1))
+    items = [item.opts(framewise=True) for item in items]  # a dashboard updating it in place rescales per frame
     return hv.Overlay(items).opts(
         title=f"{ex.attrs['benchmark']}: plasticity coefficients (shaded: unseen '{ex.attrs['pattern']}' schedule; "
               f"line: session {shown})", legend_position="right", xlabel="session", ylabel=ex.attrs["c_label"],
@@ -205,7 +206,7 @@ def explore_coefficients(ex: xr.Dataset) -> hv.Overlay:
 
 def explore_schedule(ex: xr.Dataset) -> hv.Curve:
     """The stimulation summaries of every session (training, then the chosen schedule)."""
-    return _schedule_bars(ex.session.values, ex.ubar.values, "stimulation schedule").opts(width=820)
+    return _schedule_bars(ex.session.values, ex.ubar.values, "stimulation schedule").opts(width=820, framewise=True)
 
 
 def explore_connectivity(ex: xr.Dataset, which: str = "true") -> hv.Image:
@@ -215,9 +216,11 @@ def explore_connectivity(ex: xr.Dataset, which: str = "true") -> hv.Image:
     rows, cols = W.shape
     s = int(ex.attrs["session_shown"])
     data, name = (W, "true W") if which == "true" else (Wm, "STEER W")
-    return hv.Image(np.flipud(data), bounds=(0, 0, cols, rows)).opts(
-        title=f"{name}, session {s}", cmap="RdBu_r", clim=(-lim, lim), width=380, height=330, colorbar=True,
-        xaxis=None, yaxis=None, tools=["hover"])
+    # the colour scale as the value's range, not clim: a dashboard updating the image in place rescales to it
+    value = hv.Dimension("W", range=(-lim, lim))
+    return hv.Image(np.flipud(data), bounds=(0, 0, cols, rows), vdims=[value]).opts(
+        title=f"{name}, session {s}", cmap="RdBu_r", width=380, height=330, colorbar=True, xaxis=None, yaxis=None,
+        tools=["hover"], framewise=True)
 
 
 def explore_activity(ex: xr.Dataset) -> hv.Overlay:
@@ -227,9 +230,11 @@ def explore_activity(ex: xr.Dataset) -> hv.Overlay:
     for i, u in enumerate(ex.unit_shown.values):
         colour = PALETTE[i % len(PALETTE)]
         items.append(hv.Curve((t, ex.y.sel(unit_shown=u).values), "time", "activity",
-                              label=f"unit {u} recorded").opts(color=colour, line_width=2, alpha=0.5))
+                              label=f"unit {u} recorded").opts(color=colour, line_width=2, alpha=0.5,
+                                                                framewise=True))
         items.append(hv.Curve((t, ex.y_hat.sel(unit_shown=u).values), "time", "activity",
-                              label=f"unit {u} model").opts(color=colour, line_dash="dashed", line_width=1.5))
+                              label=f"unit {u} model").opts(color=colour, line_dash="dashed", line_width=1.5,
+                                                             framewise=True))
     return hv.Overlay(items).opts(
         title=f"session {int(ex.attrs['session_shown'])}: recorded (solid) vs reconstructed (dashed), "
               f"R² = {float(ex.attrs['r2_session']):.3f}", legend_position="right",

@@ -6,13 +6,19 @@ Laplacian pyramid's levels and PSNR against size for each encoder. The fits of t
 every budget of the profile) are prepared in the background and cached on disk. The SSDi8 tab: perplexity and SSD
 output error per quantisation choice, and the histogram of an activation per axis, once the profile's model is
 trained and quantised in the background.
+
+The figures follow the widgets in place (DynamicMaps: their data change, the figures stay; issue 43): an encoder,
+budget or frame changes the images' data; a datum or profile (other fits) draws them anew.
 """
 
 from __future__ import annotations
 
+import functools
+
 import panel as pn
 import param
 
+from dashboards.forgetting import built_once, follow
 from dashboards.panels import MethodDashboard, MethodPanel, preparation, view
 from lab.methods.ssdi8 import live as qlive
 from lab.methods.ssdi8 import plots as qplots
@@ -30,7 +36,9 @@ def _pane(obj) -> pn.pane.HoloViews:
 
 
 VIEW_PARAMS = ("datum", "encoder", "budget", "frame", "profile")
-QUANT_PARAMS = ("tensor", "axis", "index", "profile")
+#: what the INR figures follow in place; a datum or profile (other fits) draws them anew
+FOLLOWED = ("encoder", "budget", "frame")
+QUANT_PARAMS = ("tensor", "axis", "index")
 
 
 class InrPanel(MethodPanel):
@@ -75,20 +83,33 @@ class InrPanel(MethodPanel):
     def representation(self) -> dict:
         return live.explore(self.datum, self.encoder, self.budget, self.profile, self.frame)
 
-    @view(*VIEW_PARAMS, needs="fits")
-    def images(self):
-        v = self.representation()
-        name = plots.LABELS[self.encoder]
-        return pn.Row(
-            _pane(plots.image(v["original"], f"original: {self.datum}")),
-            _pane(plots.image(v["reconstruction"], f"{name}: {v['psnr']:.2f} dB")),
-            _pane(plots.error_map(v["original"], v["reconstruction"], f"{name} error")))
+    def _follow(self, plot, on=FOLLOWED) -> pn.pane.HoloViews:
+        return follow(self, plot, on, linked_axes=False)  # see _pane
 
-    @view(*VIEW_PARAMS, needs="fits")
+    @built_once("profile", "datum", needs="fits")
+    def images(self):
+        def reconstruction():
+            v = self.representation()
+            return plots.image(v["reconstruction"], f"{plots.LABELS[self.encoder]}: {v['psnr']:.2f} dB")
+
+        def error():
+            v = self.representation()
+            return plots.error_map(v["original"], v["reconstruction"], f"{plots.LABELS[self.encoder]} error")
+
+        return pn.Row(
+            self._follow(lambda: plots.image(self.representation()["original"], f"original: {self.datum}"),
+                         ("frame",)),
+            self._follow(reconstruction), self._follow(error))
+
+    @built_once("profile", "datum", needs="fits")
     def pyramid(self):
+        # the levels of the original: they follow the frame only
+        count = len(self.representation()["pyramid"])
+        return pn.Row(*[self._follow(functools.partial(self._level, i), ("frame",)) for i in range(count)])
+
+    def _level(self, i: int):
         levels = self.representation()["pyramid"]
-        return pn.Row(*[_pane(plots.pyramid_level(lv, i, i == len(levels) - 1))
-                        for i, lv in enumerate(levels)])
+        return plots.pyramid_level(levels[i], i, i == len(levels) - 1)
 
     @view(*VIEW_PARAMS, needs="fits")
     def summary(self):
@@ -139,12 +160,18 @@ class Ssdi8Panel(MethodPanel):
         table = qlive.quant_table(self.profile)
         return pn.Column(_pane(qplots.perplexity_bars(table)), _pane(qplots.error_bars(table)))  # 720 px each
 
-    @view(*QUANT_PARAMS, needs="quantised")
+    def _values(self):
+        return qlive.activations(self.profile, self.tensor, self.axis)
+
+    def _histogram(self):
+        values = self._values()
+        return qplots.activation_histogram(values, min(self.index, values.sizes[values.dims[0]] - 1))
+
+    @built_once("profile", needs="quantised")
     def histogram(self):
-        values = qlive.activations(self.profile, self.tensor, self.axis)
-        index = min(self.index, values.sizes[values.dims[0]] - 1)
-        return pn.Column(_pane(qplots.activation_ranges(values)),  # 720 + 500 px side by side overflow 1400
-                         _pane(qplots.activation_histogram(values, index)))
+        return pn.Column(follow(self, lambda: qplots.activation_ranges(self._values()), QUANT_PARAMS,
+                                linked_axes=False),  # 720 + 500 px side by side overflow 1400
+                         follow(self, self._histogram, QUANT_PARAMS, linked_axes=False))
 
     def main(self) -> list:
         return [self.bars, self.histogram]

@@ -9,6 +9,7 @@ import types
 import pytest
 
 from tests.conftest import TITLES_JS, ci_dashboard_data, plot_titles, wait_for_bokeh, wait_for_title
+from tests.dashboards.in_place import figure_ids
 from tests.dashboards.latency import timed_first_plot, timed_update
 from tests.dashboards.waiting import assert_page_reads, errors, settle
 
@@ -20,6 +21,16 @@ def ci_fits(monkeypatch, tmp_path):
 
     with ci_dashboard_data(monkeypatch, tmp_path, live.fitted, live.explore) as path:
         yield path
+
+
+def _title(pane):
+    """The title of what ``pane`` shows now (a figure that follows the widgets: its frame for the current ones)."""
+    import holoviews as hv
+
+    obj = pane.object
+    if isinstance(obj, hv.DynamicMap):
+        obj = obj[()]
+    return obj.opts.get().kwargs.get("title", "")
 
 
 def test_the_fits_are_prepared_in_the_background_then_the_views_show(ci_fits):
@@ -38,8 +49,11 @@ def test_the_fits_are_prepared_in_the_background_then_the_views_show(ci_fits):
     assert list((ci_fits / "ssm_inr").glob("astronaut-lpnet_s3k-*.pt"))
     cfg = live.config("ci")
     assert inr.param.budget.objects == list(cfg.rd_budgets)
+    images = inr.images()
     inr.encoder = "siren"
     assert "SIREN" in inr.summary().object and inr.summary().object != first
+    assert inr.images() is images  # the same figures: their data follow the encoder (issue 43)
+    assert _title(images[1]).startswith("SIREN: ") and _title(images[2]) == "SIREN error"
     inr.budget = cfg.rd_budgets[0]
     assert f"budget {cfg.rd_budgets[0]}" in inr.summary().object
     rows = live.rd_rows("astronaut", "ci")
@@ -127,7 +141,10 @@ def test_compact_models_loads_and_the_encoder_choice_changes_the_plots(page, ser
     after = plot_titles(page)
     assert after != before and any(t.startswith("LPNet-Conv: ") for t in after), after
     encoder = page.locator("select:has(option:text-is('lpnet_conv'))")
+    figures = figure_ids(page)
     timed_update(page, lambda: encoder.select_option(label="lpnet_s3k"), "compact_models")  # back: warm
+    page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('LPNet-S3K: '))", timeout=60_000)
+    assert figure_ids(page) == figures  # the plots followed the encoder in place: no figure was replaced
     page.locator(".bk-tab", has_text="SSDi8").first.click()
     page.wait_for_function(f"() => ({TITLES_JS})().some(t => t.startsWith('evaluation perplexity'))",
                            timeout=180_000)

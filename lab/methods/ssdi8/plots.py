@@ -149,11 +149,15 @@ def activation_ranges(values: xr.DataArray) -> hv.Overlay:
     axis = values.dims[0]
     a = np.abs(values).max("sample").values
     lo, hi = _log_range(a)
+    # the y extent as the value's range, not ylim, and every layer framewise: a dashboard updating the plot in place
+    # (another tensor or axis) rescales to each frame
+    amax = hv.Dimension("amax", range=(lo, hi))
+    stems = _stems(values[axis].values, a, axis, amax, lo, PALETTE[0])
     return hv.Overlay([
-        _stems(values[axis].values, a, axis, "amax", lo, PALETTE[0]),
+        *(el.opts(framewise=True) for el in stems),
         hv.HLine(float(a.max())).opts(color=PALETTE[1], line_dash="dashed", line_width=1),
     ]).opts(title=f"{values.attrs.get('tensor', '')}: range per {axis} (dashed: per tensor)", logy=True,
-            **curve_opts(ylim=(lo, hi), width=500, toolbar="above"))
+            **curve_opts(width=500, toolbar="above"))
 
 
 def activation_histogram(values: xr.DataArray, index: int | None = None, bins: int = 80) -> hv.Histogram:
@@ -166,10 +170,12 @@ def activation_histogram(values: xr.DataArray, index: int | None = None, bins: i
     counts, edges = np.histogram(v, bins=bins, range=(lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
     where = "all" if index is None else f"{axis} {int(values[axis].values[index])}"
     name = values.attrs.get("tensor", "value")
-    return hv.Histogram((edges, np.maximum(counts, 0.5)), kdims=[name], vdims=["count"]).opts(
+    # the extents as the dimensions' ranges, not xlim / ylim: a dashboard updating it in place rescales per frame
+    x = hv.Dimension(name, range=(float(edges[0]), float(edges[-1])))
+    y = hv.Dimension("count", range=(0.5, 2.0 * max(int(counts.max()), 1)))
+    return hv.Histogram((edges, np.maximum(counts, 0.5)), kdims=[x], vdims=[y]).opts(
         title=f"{values.attrs.get('tensor', '')} values ({where})", logy=True, color=PALETTE[0], line_alpha=0,
-        xlim=(float(edges[0]), float(edges[-1])), ylim=(0.5, 2.0 * max(int(counts.max()), 1)), width=500,
-        height=340, tools=["hover"], toolbar="above")
+        width=500, height=340, tools=["hover"], toolbar="above", framewise=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -38,8 +38,10 @@ def error_map(original: np.ndarray, recon: np.ndarray, title: str, side: int = S
     largest error)."""
     err = np.abs(np.asarray(original, float) - np.asarray(recon, float)).mean(0)
     top = clim if clim is not None else max(float(err.max()), 1e-3)
-    return _raster(hv.Image(err, bounds=(0, 0, err.shape[1], err.shape[0]), vdims="|error|"), title, side,
-                   cmap="magma", colorbar=colorbar, clim=(0, top), tools=["hover"])
+    # the colour scale as the value's range, not clim: a dashboard updating the map in place rescales to it
+    value = hv.Dimension("|error|", range=(0, top))
+    return _raster(hv.Image(err, bounds=(0, 0, err.shape[1], err.shape[0]), vdims=[value]), title, side,
+                   cmap="magma", colorbar=colorbar, tools=["hover"], framewise=True)
 
 
 def pyramid_level(level: np.ndarray, index: int, last: bool, side: int = SIDE) -> hv.Image:
@@ -48,8 +50,9 @@ def pyramid_level(level: np.ndarray, index: int, last: bool, side: int = SIDE) -
         return image(level, f"level {index}: low-pass ({level.shape[-1]}²)", side)
     detail = np.asarray(level, float).mean(0)
     lim = max(float(np.abs(detail).max()), 1e-3)
-    return _raster(hv.Image(detail, bounds=(0, 0, detail.shape[1], detail.shape[0]), vdims="detail"),
-                   f"level {index}: band-pass ({level.shape[-1]}²)", side, cmap="RdBu_r", clim=(-lim, lim))
+    value = hv.Dimension("detail", range=(-lim, lim))  # as error_map's: the range follows a dashboard's frames
+    return _raster(hv.Image(detail, bounds=(0, 0, detail.shape[1], detail.shape[0]), vdims=[value]),
+                   f"level {index}: band-pass ({level.shape[-1]}²)", side, cmap="RdBu_r", framewise=True)
 
 
 def reconstructions(ds: xr.Dataset, variants=("lpnet_s3k", "lpnet_conv", "convnext", "siren"),

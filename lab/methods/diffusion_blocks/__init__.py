@@ -36,9 +36,11 @@ cross-entropy of the logits ``D · E^T``, weighted by ``w(σ)``. Inference: ``z 
 block evenly spaced in the log-normal's CDF from σ_max to σ_min; at each the owning block denoises, the Euler step
 uses the class posterior's mean embedding ``softmax(logits) E``, and the class is the argmax of the logits at
 σ_min. Each block trains as many steps as the end-to-end network (the reference multiplies the block-wise epochs by
-B), so every parameter gets the same updates x batch. Only the first block meets pure noise and reads the class from
-the input; the later ones find the label in the noisy embedding, so the blocks classify at most as well as one
-block's depth (the notebook measures it).
+B), so each block's layers get as many updates x batch as the end-to-end network's parameters; the one table the
+blocks share, the class embeddings (n_classes x d_label numbers), gets every block's, B times as many (a stem shared
+as the reference's gets B times too, and at quick that is what lifts the blocks: the notebook measures it). Only the
+first block meets pure noise and reads the class from the input; the later ones find the label in the noisy
+embedding, so the blocks classify at most as well as one block's depth (the notebook measures it).
 
 **In this lab.** :mod:`.model` (partition, EDM, AdaLN layers, MLP and token denoisers, the block container, Euler
 sampling, the energy distance, the measured cost of a step), :mod:`.train` (2-D data, training runs, evaluation),

@@ -83,7 +83,8 @@ class Config(RuntimeConfig, BaseConfig):
     """Peak learning rate of the classifier runs."""
     block_budget: Literal["compute", "steps"] = "compute"
     """Block-wise training length: compute (B times the end-to-end steps, as the reference implementation aligns
-    them: every parameter gets as many updates x batch as end to end, and the run as many layer-passes) or steps
+    them: each block's layers get as many updates x batch as the end-to-end network's parameters, and the run as many
+    layer-passes; the class-embedding table the blocks share gets every block's updates, B times as many) or steps
     (as many steps as end to end: each block gets 1/B of the updates)."""
     n_seeds: Annotated[int, Range(1, 100)] = 3
     """Seeds (seed, seed+1, ...): data draw, initial weights, batches; the claims are means over seeds."""

@@ -1,7 +1,8 @@
 """DiffusionBlocks: the equal-mass partition against the log-normal CDF, the truncated σ sampler, EDM's
 preconditioning and weighting, Euler sampling against the exact flow of a Gaussian, the energy distance, the measured
-step cost on a network whose saved tensors are known, one block's gradients per step, bad input (exit 2), the device
-reaching fit, claims that can fail, and the ci run."""
+step cost on a network whose saved tensors are known, one block's gradients per step, the classifiers' update counts
+per parameter group (equal optimiser budgets), bad input (exit 2), the device reaching fit, claims that can fail,
+and the ci run."""
 
 import math
 
@@ -271,7 +272,7 @@ def test_ci_run_has_the_documented_dims_and_measured_costs(ci_result):
     assert [r.name for r in res.claims] == [c.name for c in C.CLAIMS]
 
 
-def test_label_objective_shares_the_class_embeddings_and_inference_steps_once_per_block():
+def test_label_objective_shares_the_stem_and_inference_steps_once_per_block_and_chain():
     from lab.datasets.sequences import SequenceTask
     from lab.methods.diffusion_blocks import train as T
 
@@ -279,28 +280,107 @@ def test_label_objective_shares_the_class_embeddings_and_inference_steps_once_pe
     x, y = torch.randn(12, 8, 8), torch.arange(12) % 10
     task = SequenceTask("t", x, y, x, y, 10)
     blocks = T.build_cls(cfg, task, "blocks", 0)
+    # one stem, counted once among the parameters: the blocks own only their layers
+    assert all(block.stem is blocks.stem for block in blocks.blocks)
+    stem_params = sum(p.numel() for p in blocks.stem.parameters())
+    layers = [sum(p.numel() for p in block.layers.parameters()) for block in blocks.blocks]
+    assert sum(p.numel() for p in blocks.parameters()) == stem_params + sum(layers)
     loss = T._label_loss(cfg)
-    for b in range(cfg.n_blocks):  # every block's cross-entropy trains the one shared table
+    torch.nn.init.normal_(blocks.stem.head.weight)  # zero at the start (adaLN-Zero): no gradient would reach the rest
+    for b in range(cfg.n_blocks):  # every block's cross-entropy trains the shared stem and its own layers only
         blocks.zero_grad(set_to_none=True)
         sigma = torch.full((12,), float(blocks.edges[b]))
-        loss(blocks, (x, y, sigma, torch.randn(12, cfg.d_label), torch.tensor(b))).backward()
-        assert blocks.class_emb.grad is not None and blocks.class_emb.grad.abs().sum() > 0
+        loss(blocks, (x, y, sigma, torch.randn(12, cfg.d_model), torch.tensor(b))).backward()
+        assert blocks.stem.class_emb.grad is not None and blocks.stem.class_emb.grad.abs().sum() > 0
+        assert blocks.stem.tok.weight.grad is not None  # zero: the layers start as the identity (adaLN-Zero)
+        for other, block in enumerate(blocks.blocks):
+            assert all((p.grad is not None) == (other == b) for p in block.layers.parameters())
     calls = []
     for b, block in enumerate(blocks.blocks):
         block.register_forward_hook(lambda mod, inp, out, b=b: calls.append((b, float(inp[2][0]))))
     path: list = []
     pred = T.classify(cfg, blocks, x, 0, path=path)
-    assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks)) and len(path) == cfg.n_blocks
+    # every chain visits each block once, in order; the path holds the first chain's levels
+    assert pred.shape == (12,) and [c[0] for c in calls] == list(range(cfg.n_blocks)) * cfg.n_chains
+    assert len(path) == cfg.n_blocks and cfg.n_chains > 1
     # the reference's levels: evenly spaced in the log-normal's CDF from σ_max to σ_min, one in each block's range
     levels = T.inference_levels(cfg)
     q = norm.cdf((np.log(levels) + 1.2) / 1.2)
     np.testing.assert_allclose(np.diff(q), np.full(cfg.n_blocks - 1, (q[-1] - q[0]) / (cfg.n_blocks - 1)), rtol=1e-6)
     assert levels[0] == cfg.sigma_max and levels[-1] == cfg.sigma_min
-    np.testing.assert_allclose([c[1] for c in calls], levels, rtol=1e-6)
+    np.testing.assert_allclose([c[1] for c in calls], np.tile(levels, cfg.n_chains), rtol=1e-6)
+    # one chain is the reference's inference: its class is the argmax of its last logits
+    one: list = []
+    single = T.classify(Config.from_profile("ci", dataset="digits", n_chains=1), blocks, x, 0, path=one)
+    torch.testing.assert_close(single, one[-1].argmax(-1))
+    torch.testing.assert_close(one[-1], path[-1])  # the same first chain
     # the class embeddings are unit vectors (the reference's F.normalize)
     torch.testing.assert_close(T.label_embeddings(cfg, blocks).norm(dim=-1), torch.ones(10))
     acc = T.noised_accuracy(cfg, blocks, x, y, 0)
     assert acc.shape == (cfg.n_blocks, 2) and ((acc >= 0) & (acc <= 100)).all()
+
+
+def test_classifier_partition_follows_the_config():
+    from lab.datasets.sequences import SequenceTask
+    from lab.methods.diffusion_blocks import train as T
+
+    x, y = torch.randn(4, 8, 8), torch.arange(4)
+    task = SequenceTask("t", x, y, x, y, 10)
+    for part in ("equal_mass", "uniform"):
+        cfg = Config.from_profile("ci", dataset="digits", cls_partition=part)
+        np.testing.assert_allclose(T.build_cls(cfg, task, "blocks", 0).edges.numpy(), M.partition(cfg.n_blocks, part))
+    # uniform in ln σ: the first block's range starts where the equal-mass one's second block ends, far above
+    assert M.partition(3, "uniform")[1] > 4 * M.partition(3, "equal_mass")[1]
+
+
+@pytest.mark.parametrize("stem_updates", ["every_step", "equal"])
+def test_equal_budgets_give_every_end_to_end_parameter_its_counterparts_updates(tmp_path, monkeypatch, stem_updates):
+    """Counted in training as the parameters whose gradient reaches the optimiser at a step (and checked unchanged at
+    the steps that skip them): under every_step the blocks' shared stem is updated at each of B x cls_steps steps
+    and their layers cls_steps times per block on average, and the end-to-end classifiers match it, their stem B x
+    the cls_steps updates of their layers; under equal every group gets cls_steps."""
+    from lab.methods.diffusion_blocks import train as T
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    cfg = Config.from_profile("ci", dataset="digits", cls_steps=5, n_train=64, stem_updates=stem_updates)
+    task, B, real_fit, counted = T.load_tokens(cfg), cfg.n_blocks, T.fit, []
+
+    def fit(model, *args, **kwargs):
+        if isinstance(model, M.DiffusionBlocks):
+            groups = {"stem": list(model.stem.parameters()),
+                      **{f"layers {b}": list(block.layers.parameters()) for b, block in enumerate(model.blocks)}}
+        else:
+            inner = {id(p) for p in model.layers.parameters()}
+            groups = {"stem": [p for p in model.parameters() if id(p) not in inner],
+                      "layers": list(model.layers.parameters())}
+        counts, last = dict.fromkeys(groups, 0), {k: [p.detach().clone() for p in ps] for k, ps in groups.items()}
+
+        def on_step(step, m, opt):
+            for k, ps in groups.items():
+                got = {p.grad is not None for p in ps}
+                assert len(got) == 1, k  # a group is updated whole or not at all
+                if got == {True}:
+                    counts[k] += 1
+                else:
+                    assert all(torch.equal(p, q) for p, q in zip(ps, last[k])), k
+                last[k] = [p.detach().clone() for p in ps]
+
+        counted.append(counts)
+        return real_fit(model, *args, on_step=on_step, **kwargs)
+
+    monkeypatch.setattr(T, "fit", fit)
+    for kind in ("e2e", "small", "blocks"):
+        assert not T.cls_run(cfg, task, kind, cfg.seed).loaded
+    e2e, small, blocks = counted
+    layers = sum(blocks[f"layers {b}"] for b in range(B))
+    if stem_updates == "every_step":
+        assert T.matched_schedule(cfg)
+        assert e2e == small == {"stem": B * cfg.cls_steps, "layers": cfg.cls_steps}
+        assert blocks["stem"] == layers == B * cfg.cls_steps  # each block's layers cls_steps on average
+    else:
+        assert not T.matched_schedule(cfg)
+        assert e2e == small == {"stem": cfg.cls_steps, "layers": cfg.cls_steps}
+        assert blocks["stem"] == cfg.cls_steps and layers == B * cfg.cls_steps
 
 
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):

@@ -49,7 +49,9 @@ SCHEMA = Schema(
                                       "points' mean and covariance (the generators' competence bar)"),
     Var("toy_train_cpu", ("seed", "toy_model"), "CPU time of training (as measured when trained, cached runs "
                                                 "included)", "s"),
-    Var("accuracy", ("seed", "cls_model"), "test accuracy", "%"),
+    Var("accuracy", ("seed", "cls_model"), "test accuracy (blocks: the argmax of the class probabilities at σ_min "
+                                           "averaged over n_chains inference chains; one chain's is level_accuracy's "
+                                           "last level along the inference)", "%"),
     Var("true_class_probability", ("seed", "cls_model"),
         "mean softmax probability of the true class on the test set: what a classifier that samples its label "
         "from these probabilities scores (blocks: the first inference level's logits, the posterior the "
@@ -166,4 +168,6 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     return res.build(attrs={
         "toy": cfg.toy, "dataset": cfg.dataset, "n_blocks": B, "n_layers": cfg.n_layers, "p_mean": cfg.p_mean,
         "p_std": cfg.p_std, "sigma_min": cfg.sigma_min, "sigma_max": cfg.sigma_max, "n_eval": cfg.n_eval,
-        "n_test": len(task.x_test), "n_classes": task.n_classes, "run_cpu_time_s": time.process_time() - start_cpu})
+        "n_test": len(task.x_test), "n_classes": task.n_classes, "n_chains": cfg.n_chains,
+        "cls_partition": cfg.cls_partition, "stem_updates": cfg.stem_updates,
+        "cls_label": cfg.cls_label, "run_cpu_time_s": time.process_time() - start_cpu})

@@ -1,9 +1,10 @@
 """DiffusionBlocks: a residual network cut into blocks, each an EDM denoiser of its own noise range.
 
 Readable on its own: the noise partition (equal log-normal mass or uniform in log σ), EDM preconditioning and
-weighting, AdaLN noise conditioning, the residual MLP denoiser (2-D data) and the token denoiser (classification by
-denoising a label embedding), the block container, Euler sampling through the blocks, the energy distance, and the
-measured per-step cost of a training step (saved activations, parameters that get gradients).
+weighting, AdaLN noise conditioning, the residual MLP denoiser (2-D data), the token classifier (end to end) and the
+classifier's blocks on one shared stem (classification by denoising a label embedding), the block container, Euler
+sampling through the blocks, the energy distance, and the measured per-step cost of a training step (saved
+activations, parameters that get gradients).
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from torch import nn
 from lab.checks import bad_value
 from lab.core.transformer import Attention
 
-__all__ = ["PARTITIONS", "AdaLNMLPLayer", "AdaLNTransformerLayer", "DiffusionBlocks", "MLPDenoiser",
-           "NoiseEmbedding", "TokenDenoiser", "edm_loss", "energy_distance", "euler_sample", "karras_sigmas",
-           "lognormal_density", "partition", "precondition", "sample_sigmas", "step_cost", "training_range"]
+__all__ = ["PARTITIONS", "AdaLNMLPLayer", "AdaLNTransformerLayer", "DiffusionBlocks", "LABEL_ENTRIES",
+           "MLPDenoiser", "NoiseEmbedding", "StemBlock", "TokenClassifier", "TokenStem", "edm_loss",
+           "energy_distance", "euler_sample", "karras_sigmas", "lognormal_density", "partition", "precondition",
+           "sample_sigmas", "step_cost", "training_range"]
 
 #: the ways of cutting [σ_min, σ_max] into B ranges
 PARTITIONS = ("equal_mass", "uniform")
+#: the ways the noisy label enters a classifier block (:class:`TokenStem`): into the layers' AdaLN condition, added
+#: to the learned query token, or as a token of its own
+LABEL_ENTRIES = ("cond", "query", "token")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -204,43 +209,97 @@ class MLPDenoiser(nn.Module):
         return precondition(self.raw, z, sigma, self.sigma_data)
 
 
-class TokenDenoiser(nn.Module):
-    """A small transformer over the input's tokens plus one label token.
+class TokenClassifier(nn.Module):
+    """A small transformer over the input's tokens plus a learned class token, trained end to end by cross-entropy
+    (the end-to-end network and the one-block-deep control). ``logits(x (batch, n_tokens, d_token))`` ->
+    ``(batch, n_classes)``; the AdaLN conditions are zero (the layers' modulation starts and stays the identity)."""
 
-    ``forward(x, z, sigma)``: denoise the label embedding ``z (batch, d_label)`` given tokens ``x (batch, n_tokens,
-    d_token)`` at noise ``sigma (batch,)`` -> ``(batch, d_label)``. ``logits(x)`` (``n_classes`` given): the same
-    network as a plain classifier (a learned label token, the conditions at zero) -> ``(batch, n_classes)``.
-    """
-
-    def __init__(self, n_tokens: int, d_token: int, d_label: int, d_model: int = 32, n_layers: int = 2,
-                 n_heads: int = 2, sigma_data: float = 0.5, n_classes: int | None = None):
+    def __init__(self, n_tokens: int, d_token: int, n_classes: int, d_model: int = 32, n_layers: int = 2,
+                 n_heads: int = 2):
         super().__init__()
-        self.sigma_data = sigma_data
         self.tok = nn.Linear(d_token, d_model)
         self.pos = nn.Parameter(0.02 * torch.randn(n_tokens + 1, d_model))
         self.layers = nn.ModuleList(AdaLNTransformerLayer(d_model, n_heads) for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)
-        if n_classes is None:  # a denoiser
-            self.lab, self.embed = nn.Linear(d_label, d_model), NoiseEmbedding(d_model)
-            self.out = _zero(nn.Linear(d_model, d_label))
-        else:  # a classifier trained end to end
-            self.cls = nn.Parameter(torch.zeros(d_model))
-            self.head = nn.Linear(d_model, n_classes)
-
-    def _body(self, x: torch.Tensor, label_token: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        h = torch.cat([label_token.unsqueeze(1), self.tok(x)], 1) + self.pos  # (batch, 1 + n_tokens, d_model)
-        for layer in self.layers:
-            h = layer(h, cond)
-        return self.norm(h[:, 0])  # the label token, (batch, d_model)
-
-    def forward(self, x: torch.Tensor, z: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-        return precondition(lambda z_in, c: self.out(self._body(x, self.lab(z_in), self.embed(c))), z, sigma,
-                            self.sigma_data)
+        self.cls = nn.Parameter(torch.zeros(d_model))
+        self.head = nn.Linear(d_model, n_classes)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         n = len(x)
+        h = torch.cat([self.cls.expand(n, 1, -1), self.tok(x)], 1) + self.pos  # (batch, 1 + n_tokens, d_model)
         zeros = x.new_zeros(n, self.cls.shape[0])
-        return self.head(self._body(x, self.cls.expand(n, -1), zeros))
+        for layer in self.layers:
+            h = layer(h, zeros)
+        return self.head(self.norm(h[:, 0]))
+
+
+class TokenStem(nn.Module):
+    """What the reference implementation shares across the blocks of a classifier: the token embedding and
+    positions, a learned query token, the noise embedder, the final norm, the AdaLN-modulated linear head and the
+    class-embedding table (``(n_classes, d_model)``, read L2-normalised), and (``label = "cond"``) the linear map of
+    the noisy label into the layers' condition. Each block owns only its transformer layers (:class:`StemBlock`).
+
+    ``label``: how the noisy label enters (:data:`LABEL_ENTRIES`): ``cond`` (added to the noise embedding that
+    modulates every layer), ``query`` (added to the query token), ``token`` (a token of its own: one token more than
+    the end-to-end network's, so one block keeps more than 1/B of its activations)."""
+
+    def __init__(self, n_tokens: int, d_token: int, n_classes: int, d_model: int = 32, sigma_data: float = 0.5,
+                 label: str = "cond"):
+        super().__init__()
+        if label not in LABEL_ENTRIES:
+            raise bad_value("label", label, ", ".join(LABEL_ENTRIES))
+        self.sigma_data, self.label = sigma_data, label
+        self.tok = nn.Linear(d_token, d_model)
+        # [query (+ label), (label,) input tokens]
+        self.pos = nn.Parameter(0.02 * torch.randn(n_tokens + (2 if label == "token" else 1), d_model))
+        if label == "cond":
+            self.lab = nn.Linear(d_model, d_model)
+        self.query = nn.Parameter(torch.zeros(d_model))
+        self.embed = NoiseEmbedding(d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.mod = _zero(nn.Linear(d_model, 2 * d_model))
+        self.head = _zero(nn.Linear(d_model, n_classes))
+        self.class_emb = nn.Parameter(0.02 * torch.randn(n_classes, d_model))
+
+    def embeddings(self) -> torch.Tensor:
+        """The unit-norm class embeddings ``(n_classes, d_model)`` (the reference's ``F.normalize``)."""
+        return F.normalize(self.class_emb, dim=-1)
+
+
+class StemBlock(nn.Module):
+    """One block of a classifier: its own ``n_layers`` AdaLN transformer layers on the shared :class:`TokenStem`.
+
+    ``forward(x, z, sigma)``: tokens ``x (batch, n_tokens, d_token)``, the noisy label embedding ``z (batch,
+    d_model)`` at noise ``sigma (batch,)`` -> class logits ``(batch, n_classes)``. The sequence is [query, tokens];
+    the label ``c_in z`` enters as the stem says (the reference feeds it as the class token itself). With ``cond`` it
+    joins σ's embedding in the AdaLN condition of every layer, so the query that gathers the input is the same token
+    at every σ and the noise does not swamp it. The denoised embedding is EDM's ``D = c_skip z + c_out
+    LN(h_query)``; the logits are the head on ``D`` modulated by the condition (the reference's
+    ``forward_output_embeddings``).
+    """
+
+    def __init__(self, stem: TokenStem, n_layers: int, n_heads: int = 2):
+        super().__init__()
+        self.stem = stem
+        self.layers = nn.ModuleList(AdaLNTransformerLayer(stem.query.shape[0], n_heads) for _ in range(n_layers))
+
+    def forward(self, x: torch.Tensor, z: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        st, s = self.stem, sigma.reshape(-1, 1)
+        total = s * s + st.sigma_data ** 2
+        c_skip, c_out, c_in = st.sigma_data ** 2 / total, s * st.sigma_data / total.sqrt(), 1 / total.sqrt()
+        cond = st.embed(sigma.log() / 4)  # (batch, d_model)
+        if st.label == "token":  # (batch, 2 + n_tokens, d_model)
+            h = torch.cat([st.query.expand(len(x), 1, -1), (c_in * z).unsqueeze(1), st.tok(x)], 1) + st.pos
+        elif st.label == "query":  # (batch, 1 + n_tokens, d_model)
+            h = torch.cat([(st.query + c_in * z).unsqueeze(1), st.tok(x)], 1) + st.pos
+        else:  # the label conditions the layers' modulation beside σ, (batch, 1 + n_tokens, d_model)
+            cond = cond + st.lab(c_in * z)
+            h = torch.cat([st.query.expand(len(x), 1, -1), st.tok(x)], 1) + st.pos
+        for layer in self.layers:
+            h = layer(h, cond)
+        denoised = c_skip * z + c_out * st.norm(h[:, 0])
+        shift, scale = st.mod(F.silu(cond)).chunk(2, -1)
+        return st.head(denoised * (1 + scale) + shift)
 
 
 class DiffusionBlocks(nn.Module):

@@ -140,27 +140,41 @@ def _levels_text(ds: xr.Dataset) -> str:
     chain = ", ".join(f"{float(v):.1f}" for v in acc.sel(reading="inference").values)
     own = ", ".join(f"{float(v):.1f}" for v in acc.sel(reading="true label noised").values)
     shuf = ", ".join(f"{float(v):.1f}" for v in acc.sel(reading="true label noised, inputs shuffled").values)
-    return (f"- **Where the blocks' accuracy is made** (means over seeds, %, one level per block from σ_max down): "
-            f"along the inference {chain}; given the true class's embedding noised at each level {own}, and with "
-            f"the inputs shuffled {shuf}. Only the first block meets pure noise and classifies from the input "
-            "alone; the later ones trained where the noisy embedding carries most of the label (the shuffled "
-            "inputs' row), so along the inference they keep the class the first step moved toward, drawn from the "
-            "first block's posterior, rather than correct it: the blocks classify like their first block, one "
-            f"block's depth (trained end to end: {float(ds.accuracy.sel(cls_model='small').mean()):.1f})."
+    part = ds.attrs.get("cls_partition", "equal_mass").replace("_", " ")
+    return (f"- **Where the blocks' accuracy is made** (means over seeds, %, one level per block from σ_max down, "
+            f"the classifier's blocks on the {part} partition): along one inference chain {chain}; given the true "
+            f"class's embedding noised at each level {own}, and with the inputs shuffled {shuf}. Only the first "
+            "block meets a label hidden by the noise and classifies from the input; the later ones find most of the "
+            "label in the noisy embedding (the shuffled inputs' row) and keep the class the first step moved toward."
             + _sampling_text(ds))
 
 
 def _sampling_text(ds: xr.Dataset) -> str:
-    """The sentence on sampling against argmax, from ``true_class_probability`` (absent in older runs)."""
+    """The sentences on one chain (a sampled class) against the argmax, from ``true_class_probability``."""
     if "true_class_probability" not in ds:
         return ""
     p, acc = ds.true_class_probability.mean("seed"), ds.accuracy.mean("seed")
-    return (f" The chain ends near the first level's mean probability of the true class "
-            f"({float(p.sel(cls_model='blocks')):.1f}; chain {float(acc.sel(cls_model='blocks')):.1f}): the "
-            "reference inference samples a label. Sampling costs every classifier its margin over the argmax: from "
-            f"the end-to-end network's own probabilities it would score {float(p.sel(cls_model='e2e')):.1f} "
+    one = float(ds.level_accuracy.mean("seed").sel(reading="inference").values[-1])
+    return (f" One chain thus samples a class from the blocks' predictive distribution: it ends at {one:.1f}, near "
+            f"the first level's mean probability of the true class ({float(p.sel(cls_model='blocks')):.1f}); the "
+            f"argmax of the class probabilities averaged over {ds.attrs.get('n_chains', 1)} chains scores "
+            f"{float(acc.sel(cls_model='blocks')):.1f}. Sampling costs every classifier its margin over the argmax: "
+            f"from the end-to-end network's own probabilities it would score {float(p.sel(cls_model='e2e')):.1f} "
             f"(argmax {float(acc.sel(cls_model='e2e')):.1f}), from the small one's "
-            f"{float(p.sel(cls_model='small')):.1f} (argmax {float(acc.sel(cls_model='small')):.1f}).")
+            f"{float(p.sel(cls_model='small')):.1f} (argmax {float(acc.sel(cls_model='small')):.1f}); so the claim "
+            "reads every classifier by its argmax.")
+
+
+def _budget_text(ds: xr.Dataset) -> str:
+    """The sentence on the optimiser budgets, from the ``stem_updates`` attribute (absent in older runs)."""
+    if ds.attrs.get("stem_updates") == "every_step":
+        return (" Budgets: the blocks' shared stem is updated at every block's step, B times each block's layers, "
+                "and both end-to-end networks train as many steps, their stem at each and their layers at every "
+                "B-th: every parameter as many updates x batch as its counterpart in the blocks.")
+    if ds.attrs.get("stem_updates") == "equal":
+        return (" Budgets: the blocks' shared stem is updated at every B-th step only, so no parameter of either "
+                "gets more updates than the end-to-end network's.")
+    return ""
 
 
 def discussion(ds: xr.Dataset) -> str:
@@ -187,10 +201,12 @@ def discussion(ds: xr.Dataset) -> str:
         f"{spread(acc.sel(cls_model='e2e'))}, blocks {spread(acc.sel(cls_model='blocks'))}, one block's size "
         f"trained end to end {spread(acc.sel(cls_model='small'))}. When the small network is as good as the deep "
         "one, the task does not need the depth and the accuracy claim cannot tell block-wise training from "
-        "simply training a smaller network (the claims table then says \"does not discriminate\").",
+        "simply training a smaller network (the claims table then says \"does not discriminate\")."
+        + _budget_text(ds),
         _levels_text(ds),
         f"- **Memory per step**, measured: one block keeps {ratio['classify']:.2f} of the end-to-end transformer's "
         f"saved activations and {ratio['toy']:.2f} of the MLP's (1/B = {1 / B:.2f}); the excess over 1/B is each "
-        "block's own input, noise-embedding and output layers. Training every block's loss in one step keeps "
+        "block's own input, noise-embedding and output layers (the classifier's shared stem). Training every "
+        "block's loss in one step keeps "
         "about as much as end to end.",
     ])

@@ -8,7 +8,11 @@ evaluation, and the measured cost of one training step.
   ln σ), ``blocks_b`` (``blocks`` from another seed: the seed noise), ``small`` (one L/B-layer denoiser over the
   whole range: the per-step memory of a block, without the blocks).
 * classifier runs (:func:`cls_run`): ``e2e`` (the L-layer transformer trained with cross-entropy), ``blocks`` (B
-  transformers of L/B layers denoising the label embedding), ``small`` (the L/B-layer transformer, cross-entropy).
+  blocks of L/B transformer layers on one shared stem, denoising the label embedding), ``small`` (the L/B-layer
+  transformer, cross-entropy). Equal optimiser budgets (``stem_updates = every_step``): the blocks' stem is updated
+  at every step of every block's training (B x cls_steps), each block's layers at cls_steps; ``e2e`` and ``small``
+  train B x cls_steps steps with their stem (embedding, positions, class token, norm, head) updated at each and
+  their layers at every B-th (:func:`layer_step`): every parameter as many updates x batch as its counterpart.
 """
 
 from __future__ import annotations
@@ -27,15 +31,17 @@ from lab.methods.diffusion_blocks import model as M
 from lab.methods.diffusion_blocks.config import Config
 
 __all__ = ["CLS_MODELS", "FORMAT", "RERUN_OFFSET", "TOY_MODELS", "classify", "cls_run", "inference_levels",
-           "label_embeddings", "load_tokens", "measure_costs", "noised_accuracy", "sample_toy", "toy_data", "toy_run",
-           "train_all"]
+           "label_embeddings", "layer_step", "load_tokens", "matched_schedule", "measure_costs", "noised_accuracy",
+           "sample_toy", "toy_data", "toy_run", "train_all"]
 
 #: bump when training or a model changes (invalidates cached weights)
 FORMAT = 1
-#: the same for the classifiers (3: the reference objective, learned shared class embeddings, logits D · E^T)
-CLS_FORMAT = 3
-#: the same for the blocks' classifier alone (4: unit-norm class embeddings, the reference's)
-BLOCKS_FORMAT = 4
+#: the same for the classifiers (5: TokenClassifier, no label dimension in the key; stem_updates = every_step: the
+#: blocks' per-parameter update counts, B x the steps with the layers updated at every B-th)
+CLS_FORMAT = 5
+#: the same for the blocks' classifier alone (6: the reference's shared stem, label embeddings of d_model, the
+#: noise-modulated head; the label in the layers' AdaLN condition; cls_partition; the stem updated every step)
+BLOCKS_FORMAT = 6
 #: the second equal-mass run starts from seed + this offset: other initial weights, batches and noise
 RERUN_OFFSET = 10_000
 TOY_MODELS = ("e2e", "blocks", "uniform", "blocks_b", "small")
@@ -84,19 +90,11 @@ def load_tokens(cfg: Config) -> SequenceTask:
 
 
 def label_embeddings(cfg: Config, model: M.DiffusionBlocks) -> torch.Tensor:
-    """The blocks' shared class embeddings, L2-normalised to unit norm: ``(n_classes, d_label)``. Learned (the
-    reference implementation): one table shared by every block, trained by each block's cross-entropy; unit norm as
-    the reference's ``F.normalize`` (scaling them to per-coordinate RMS ``sigma_data``, norm 2 at d_label 16, let the
-    noisy label give itself away up to twice the σ and starved the first block of training where it must read the
-    input: MNIST-1D, seed 0, its accuracy at σ_max 50.5% -> 62.2%)."""
-    return F.normalize(model.class_emb, dim=-1)
-
-
-def label_logits(cfg: Config, denoised: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
-    """Logits ``(batch, n_classes)`` of a denoised label embedding: its dot products with the (unit-norm) class
-    embeddings. The reference reads them with a separate learned head on the denoised embedding; on MNIST-1D (seed
-    0, unit norm) a shared linear head gave the same (53.6% against 54.3%), so the logits stay tied to the table."""
-    return denoised @ emb.T
+    """The blocks' shared class embeddings, L2-normalised to unit norm: ``(n_classes, d_model)``. Learned (the
+    reference implementation): one table in the shared stem, trained by every block's cross-entropy; unit norm as
+    the reference's ``F.normalize`` (scaling them to per-coordinate RMS ``sigma_data``, norm 2 at 16 dimensions, let
+    the noisy label give itself away up to twice the σ: MNIST-1D, seed 0, the first block at σ_max 50.5% -> 62.2%)."""
+    return model.stem.embeddings()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -107,8 +105,9 @@ def _layers(cfg: Config, kind: str) -> int:
 
 
 def _edges(cfg: Config, kind: str) -> np.ndarray:
-    return M.partition(cfg.n_blocks, "uniform" if kind == "uniform" else "equal_mass", p_mean=cfg.p_mean,
-                       p_std=cfg.p_std, sigma_min=cfg.sigma_min, sigma_max=cfg.sigma_max)
+    part = {"uniform": "uniform", "cls": cfg.cls_partition}.get(kind, "equal_mass")
+    return M.partition(cfg.n_blocks, part, p_mean=cfg.p_mean, p_std=cfg.p_std, sigma_min=cfg.sigma_min,
+                       sigma_max=cfg.sigma_max)
 
 
 def build_toy(cfg: Config, kind: str, seed: int) -> torch.nn.Module:
@@ -123,17 +122,17 @@ def build_toy(cfg: Config, kind: str, seed: int) -> torch.nn.Module:
 
 
 def build_cls(cfg: Config, task: SequenceTask, kind: str, seed: int) -> torch.nn.Module:
+    """``e2e`` / ``small``: a :class:`model.TokenClassifier` of L or L/B layers; ``blocks``: B
+    :class:`model.StemBlock` s of L/B layers on one :class:`model.TokenStem` (also ``model.stem``), on the
+    ``cls_partition``."""
     seed_everything(seed)
     n_tok, d_tok = task.x_train.shape[1:]
-
-    def net(layers: int, n_classes=None):
-        return M.TokenDenoiser(n_tok, d_tok, cfg.d_label, cfg.d_model, layers, cfg.n_heads, cfg.sigma_data,
-                               n_classes)
-
     if kind in ("e2e", "small"):
-        return net(_layers(cfg, kind), task.n_classes)
-    model = M.DiffusionBlocks([net(cfg.block_layers) for _ in range(cfg.n_blocks)], _edges(cfg, kind), cfg.overlap)
-    model.class_emb = torch.nn.Parameter(torch.randn(task.n_classes, cfg.d_label))
+        return M.TokenClassifier(n_tok, d_tok, task.n_classes, cfg.d_model, _layers(cfg, kind), cfg.n_heads)
+    stem = M.TokenStem(n_tok, d_tok, task.n_classes, cfg.d_model, cfg.sigma_data, cfg.cls_label)
+    model = M.DiffusionBlocks([M.StemBlock(stem, cfg.block_layers, cfg.n_heads) for _ in range(cfg.n_blocks)],
+                              _edges(cfg, "cls"), cfg.overlap)
+    model.stem = stem
     return model
 
 
@@ -161,25 +160,41 @@ def _denoise_loss(cfg: Config):
 
 def _label_loss(cfg: Config):
     """The reference classification objective: block ``b`` denoises the (learned, shared) class embedding and is
-    scored by cross-entropy of :func:`label_logits`, weighted by EDM's ``w(σ) = (σ² + σ_d²)/(σ σ_d)²`` over its
-    batch mean (the relative weights; Adam would undo a constant scale)."""
+    scored by cross-entropy of its logits, weighted by EDM's ``w(σ) = (σ² + σ_d²)/(σ σ_d)²`` over its batch mean
+    (the relative weights within a block's batch)."""
     def loss(model, batch):
-        x, labels, sigma, noise, b = batch
+        x, labels, sigma, noise, b, *stem = batch
+        for p in model.stem.parameters():  # off: the stem gets no gradient (and no update) this step
+            p.requires_grad_(not stem or bool(stem[0]))
         emb = label_embeddings(cfg, model)
-        denoised = model.blocks[int(b)](x, emb[labels] + sigma[:, None] * noise, sigma)
+        logits = model.blocks[int(b)](x, emb[labels] + sigma[:, None] * noise, sigma)
         w = (sigma ** 2 + cfg.sigma_data ** 2) / (sigma * cfg.sigma_data) ** 2
-        ce = F.cross_entropy(label_logits(cfg, denoised, emb), labels, reduction="none")
-        return (w / w.mean() * ce).mean()
+        return (w / w.mean() * F.cross_entropy(logits, labels, reduction="none")).mean()
 
     return loss
 
 
+def matched_schedule(cfg: Config) -> bool:
+    """Whether the end-to-end classifiers train on the blocks' per-parameter update counts (``stem_updates =
+    every_step`` under ``block_budget = compute``): B x cls_steps steps, the stem updated at each, the layers at every
+    B-th (:func:`layer_step`)."""
+    return cfg.block_budget == "compute" and cfg.stem_updates == "every_step"
+
+
+def layer_step(cfg: Config, step: int) -> bool:
+    """Whether the end-to-end classifiers' layers are updated at ``step``: every step, or under
+    :func:`matched_schedule` every B-th (cls_steps updates, as each block's layers get)."""
+    return not matched_schedule(cfg) or step % cfg.n_blocks == 0
+
+
 def _train(cfg: Config, model, sampler, loss, steps: int, lr: float, seed: int, progress: bool, desc: str) -> dict:
-    if isinstance(model, M.DiffusionBlocks) and cfg.block_budget == "compute":
-        steps *= len(model.blocks)
+    if cfg.block_budget == "compute" and (isinstance(model, M.DiffusionBlocks)
+                                          or (isinstance(model, M.TokenClassifier) and matched_schedule(cfg))):
+        steps *= cfg.n_blocks
     start = time.process_time()
     res = fit(model, sampler, loss=loss, steps=steps, lr=lr, seed=seed, progress=progress, desc=desc,
               device=cfg.device)
+    model.requires_grad_(True)  # a loss may have switched the shared stem off for its last step
     return {"curves": {"loss": res.loss}, "meta": {"cpu_s": time.process_time() - start, "wall_s": res.wall_time_s}}
 
 
@@ -223,15 +238,19 @@ def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: 
             def sample(step):
                 idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
                 sigma, b = _noise_batch(cfg, model, cfg.cls_batch, gen)
-                return x[idx], labels[idx], sigma, torch.randn(cfg.cls_batch, cfg.d_label, generator=gen), b
+                stem = cfg.stem_updates == "every_step" or step % cfg.n_blocks == 0
+                return (x[idx], labels[idx], sigma, torch.randn(cfg.cls_batch, cfg.d_model, generator=gen), b,
+                        torch.tensor(stem))
 
             loss = _label_loss(cfg)
         else:
             def sample(step):
                 idx = torch.randint(len(x), (cfg.cls_batch,), generator=gen)
-                return x[idx], labels[idx]
+                return x[idx], labels[idx], torch.tensor(layer_step(cfg, step))
 
             def loss(model, batch):
+                for p in model.layers.parameters():  # off: the layers get no gradient (and no update) this step
+                    p.requires_grad_(bool(batch[2]))
                 return F.cross_entropy(model.logits(batch[0]), batch[1])
 
         return _train(cfg, model, sample, loss, cfg.cls_steps, cfg.cls_lr, seed, progress,
@@ -244,11 +263,12 @@ def cls_run(cfg: Config, task: SequenceTask, kind: str, seed: int, *, progress: 
 def _cls_key(cfg: Config, kind: str, seed: int) -> dict:
     return {"format": BLOCKS_FORMAT if kind == "blocks" else CLS_FORMAT, "dataset": cfg.dataset,
             "n_train": cfg.n_train, "n_layers": cfg.n_layers, "n_blocks": cfg.n_blocks, "d_model": cfg.d_model,
-            "n_heads": cfg.n_heads, "d_label": cfg.d_label,
+            "n_heads": cfg.n_heads,
             "steps": cfg.cls_steps, "batch": cfg.cls_batch, "lr": cfg.cls_lr,
             "budget": cfg.block_budget,
             "noise": [cfg.p_mean, cfg.p_std, cfg.sigma_min, cfg.sigma_max, cfg.sigma_data, cfg.overlap],
-            "kind": kind, "seed": seed}
+            "stem": cfg.stem_updates, "kind": kind, "seed": seed,
+            **({"partition": cfg.cls_partition, "label": cfg.cls_label} if kind == "blocks" else {})}
 
 
 def _toy_job(cfg: Config, kind: str, seed: int) -> dict:
@@ -317,23 +337,28 @@ def inference_levels(cfg: Config) -> np.ndarray:
 
 @torch.no_grad()
 def classify(cfg: Config, model, x: torch.Tensor, seed: int, path: list | None = None) -> torch.Tensor:
-    """Predicted classes ``(n,)``: the logits' argmax; for blocks the reference inference: from ``z = sqrt(1 +
-    σ_max²) ε``, at each of :func:`inference_levels` the block owning it denoises, the class posterior's mean
-    embedding ``softmax(logits) E`` takes the Euler step to the next level, and the argmax of the logits at ``σ_min``
-    is the class. ``path`` (a list) receives the logits of every level."""
+    """Predicted classes ``(n,)``: the logits' argmax; for blocks the reference inference run as ``n_chains``
+    chains: each from its own ``z = sqrt(1 + σ_max²) ε``, at each of :func:`inference_levels` the block owning it
+    gives the logits, and the class posterior's mean embedding ``softmax(logits) E`` takes the Euler step to the
+    next level; the class probabilities at ``σ_min`` are averaged over the chains and the class is their argmax
+    (one chain samples a class from the blocks' predictive distribution; the average estimates that distribution).
+    ``path`` (a list) receives the first chain's logits at every level."""
     if not isinstance(model, M.DiffusionBlocks):
         return model.logits(x).argmax(-1)
     emb = label_embeddings(cfg, model)
     levels = inference_levels(cfg).tolist()
-    z = (1 + levels[0] ** 2) ** 0.5 * torch.randn(len(x), cfg.d_label,
-                                                   generator=torch.Generator().manual_seed(seed + 555))
-    for i, sigma in enumerate(levels):
-        logits = label_logits(cfg, model.blocks[model.owner(sigma)](x, z, torch.full((len(x),), sigma)), emb)
-        if path is not None:
-            path.append(logits)
-        if i + 1 < len(levels):
-            z = z + (levels[i + 1] - sigma) / sigma * (z - logits.softmax(-1) @ emb)
-    return logits.argmax(-1)
+    gen = torch.Generator().manual_seed(seed + 555)
+    probs = torch.zeros(len(x), len(emb))
+    for chain in range(cfg.n_chains):
+        z = (1 + levels[0] ** 2) ** 0.5 * torch.randn(len(x), emb.shape[1], generator=gen)
+        for i, sigma in enumerate(levels):
+            logits = model.blocks[model.owner(sigma)](x, z, torch.full((len(x),), sigma))
+            if path is not None and chain == 0:
+                path.append(logits)
+            if i + 1 < len(levels):
+                z = z + (levels[i + 1] - sigma) / sigma * (z - logits.softmax(-1) @ emb)
+        probs += logits.softmax(-1)
+    return probs.argmax(-1)
 
 
 @torch.no_grad()
@@ -346,22 +371,22 @@ def noised_accuracy(cfg: Config, model: M.DiffusionBlocks, x: torch.Tensor, y: t
     perm = torch.randperm(len(x), generator=gen)
     out = []
     for sigma in inference_levels(cfg).tolist():
-        z = emb[y] + sigma * torch.randn(len(x), cfg.d_label, generator=gen)
+        z = emb[y] + sigma * torch.randn(len(x), emb.shape[1], generator=gen)
         block, s = model.blocks[model.owner(sigma)], torch.full((len(x),), sigma)
-        out.append([100.0 * float((label_logits(cfg, block(xx, z, s), emb).argmax(-1) == y).float().mean())
+        out.append([100.0 * float((block(xx, z, s).argmax(-1) == y).float().mean())
                     for xx in (x, x[perm])])
     return np.array(out)
 
 
-def _costs(cfg: Config, e2e, blocks, e2e_loss, inputs: tuple, target: torch.Tensor,
-           gen: torch.Generator) -> dict[str, tuple[int, int]]:
+def _costs(cfg: Config, e2e, blocks, e2e_loss, loss, batch, n: int) -> dict[str, tuple[int, int]]:
     """:func:`model.step_cost` of the end-to-end step, of each block's step (the largest kept) and of every
-    block's loss in one step."""
-    loss = _denoise_loss(cfg)
+    block's loss in one step; ``loss(blocks, batch(b, sigma, gen))`` is block ``b``'s loss on ``n`` examples at
+    noise levels ``sigma (n,)`` drawn from its range."""
+    gen = torch.Generator().manual_seed(cfg.seed)
 
     def block_loss(b: int):
-        sigma = M.sample_sigmas(len(target), *blocks.training_range(b), cfg.p_mean, cfg.p_std, gen)
-        return loss(blocks, (*inputs, target, sigma, torch.randn(target.shape, generator=gen), torch.tensor(b)))
+        sigma = M.sample_sigmas(n, *blocks.training_range(b), cfg.p_mean, cfg.p_std, gen)
+        return loss(blocks, batch(b, sigma, gen))
 
     per_block = [M.step_cost(blocks, lambda b=b: block_loss(b)) for b in range(cfg.n_blocks)]
     return {"e2e": M.step_cost(e2e, e2e_loss), "block": max(per_block),
@@ -371,17 +396,20 @@ def _costs(cfg: Config, e2e, blocks, e2e_loss, inputs: tuple, target: torch.Tens
 def measure_costs(cfg: Config, task: SequenceTask) -> dict[str, dict[str, tuple[int, int]]]:
     """One training step of each variant, measured (:func:`model.step_cost`): ``{task: {variant: (saved bytes,
     parameters with gradients)}}`` for ``toy`` and ``classify``; variants ``e2e`` (the L-layer network),
-    ``block`` (one block, the largest over blocks) and ``joint`` (the same blocks, every block's loss in one step)."""
+    ``block`` (one block with the shared stem, the largest over blocks) and ``joint`` (the same blocks, every
+    block's loss in one step)."""
     gen = torch.Generator().manual_seed(cfg.seed)
     y = toy_data(cfg.toy, cfg.toy_batch, cfg.seed, cfg.sigma_data)
     e2e = build_toy(cfg, "e2e", cfg.seed)
     sigma = M.sample_sigmas(len(y), cfg.sigma_min, cfg.sigma_max, cfg.p_mean, cfg.p_std, gen)
     noise = torch.randn(y.shape, generator=gen)
     toy = _costs(cfg, e2e, build_toy(cfg, "blocks", cfg.seed),
-                 lambda: _denoise_loss(cfg)(e2e, (y, sigma, noise, torch.tensor(-1))), (), y, gen)
+                 lambda: _denoise_loss(cfg)(e2e, (y, sigma, noise, torch.tensor(-1))), _denoise_loss(cfg),
+                 lambda b, s, g: (y, s, torch.randn(y.shape, generator=g), torch.tensor(b)), len(y))
     x, labels = task.x_train[: cfg.cls_batch], task.y_train[: cfg.cls_batch]
     clf = build_cls(cfg, task, "e2e", cfg.seed)
     blocks = build_cls(cfg, task, "blocks", cfg.seed)
-    classify = _costs(cfg, clf, blocks, lambda: F.cross_entropy(clf.logits(x), labels), (x,),
-                      label_embeddings(cfg, blocks)[labels].detach(), gen)
+    classify = _costs(cfg, clf, blocks, lambda: F.cross_entropy(clf.logits(x), labels), _label_loss(cfg),
+                      lambda b, s, g: (x, labels, s, torch.randn(len(x), cfg.d_model, generator=g), torch.tensor(b)),
+                      len(x))
     return {"toy": toy, "classify": classify}

@@ -130,7 +130,8 @@ def test_splits_check_everything_before_building(tmp_path):
     ({"name": "mqar", "length": 5000}, r"length=5000 is not allowed; allowed: an integer in \[1, 4096\]"),
     ({"name": "a5", "n": 0}, r"n=0 is not allowed; allowed: an integer in \[1, 1000000\]"),
     ({"name": "a5", "seed": -1}, r"seed=-1 is not allowed; allowed: an integer in \[0, inf\)"),
-    ({"name": "s3", "modulus": 4}, r"modulus=4 is not allowed; allowed: an option of task 's3'; its options: 'generators'"),
+    ({"name": "s3", "modulus": 4}, r"modulus=4 is not allowed; allowed: an option of task 's3'; its options: "
+                                   r"'generators'"),
     ({"name": "mqar", "n_keys": 4}, r"n_keys=4 is not allowed; allowed: an option of task 'mqar'; its options: "
                                     r"'vocab_size', 'n_pairs', 'n_queries', 'noise_vocab'"),
     ({"name": "cyclic", "modulus": 300}, r"modulus=300 is not allowed; allowed: an integer in \[2, 256\]"),

@@ -38,13 +38,16 @@ _STYLE = {
     "marker": "marker",
     "size": "s",
     "cmap": "cmap",
+    "text_color": "color",
+    "text_font_size": "size",
 }
 _DASHES = {"solid": "-", "dashed": "--", "dotted": ":", "dotdash": "-.", "dashdot": "-."}
 _MARKERS = {"circle": "o", "square": "s", "triangle": "^", "diamond": "D", "x": "x", "cross": "+", "asterisk": "*",
             "inverted_triangle": "v", "plus": "P", "star": "*", "hex": "h"}
 #: bokeh plot options kept as they are (matplotlib uses the same names)
 _PLOT = ("title", "logx", "logy", "logz", "xlim", "ylim", "invert_yaxis", "invert_xaxis", "xlabel", "ylabel",
-         "show_legend", "colorbar", "xrotation", "yrotation", "show_grid")
+         "show_legend", "colorbar", "xrotation", "yrotation", "show_grid", "xticks", "yticks", "clim",
+         "clipping_colors")
 
 
 def _mpl_options(element, hv) -> dict[str, Any]:
@@ -60,6 +63,12 @@ def _mpl_options(element, hv) -> dict[str, Any]:
         target = _STYLE.get(key)
         if target is None or target not in allowed or callable(value) or hasattr(value, "apply"):
             continue  # dimension expressions and bokeh-only options are left to matplotlib's defaults
+        if key == "text_font_size":  # bokeh's "8pt", matplotlib's 8 (points)
+            if not (isinstance(value, str) and value.endswith("pt")):
+                continue
+            value = float(value[:-2])
+        elif key == "text_color" and isinstance(value, str) and value in [d.name for d in element.dimensions()]:
+            value = hv.dim(value)  # a colour per label, read from one of its value dimensions
         if key == "line_dash":
             if not isinstance(value, str) or value not in _DASHES:
                 continue

@@ -29,29 +29,36 @@ def _accuracy_at(ds: xr.Dataset, factor: int) -> xr.DataArray:
 
 
 def heatmap(ds: xr.Dataset, factor: int | None = None, *, width: int = 760, height: int = 380) -> hv.Overlay:
-    """Accuracy of every model (columns) on every task (rows) at the test length ``factor`` x the training length
-    (default: the claims' factor; beyond the training length there), mean over seeds; each cell says the accuracy and
-    theory's prediction at every length (yes / no / ?)."""
+    """Accuracy of every model (columns) on every task (rows, the run's first task on top) at the test length
+    ``factor`` x the training length (default: the claims' factor; beyond the training length there), mean over
+    seeds; each cell says the accuracy and theory's prediction at every length (yes / no / ?).
+
+    The cells sit at integer positions with the names as tick labels (an Image, not a categorical HeatMap), so that
+    the matplotlib drawing of the report's headline puts every cell, label and tick where the Bokeh one does (a
+    categorical HeatMap with Labels came out with its rows flipped against their ticks and its texts piled up)."""
     factor = int(ds.attrs["claim_factor"] if factor is None else factor)
-    acc = _accuracy_at(ds, factor)
-    rows = []
-    for task in ds.task.values:
-        for model in ds.model.values:
+    acc = _accuracy_at(ds, factor).transpose("task", "model")
+    models, tasks = [str(m) for m in ds.model.values], [str(t) for t in acc.task.values]
+    n_x, n_y = len(models), len(tasks)
+    labels = []
+    for j, task in enumerate(tasks):
+        for i, model in enumerate(models):
             v = float(acc.sel(task=task, model=model))
             mark = THEORY_MARK[float(ds.theory.sel(task=task, model=model))]
             if np.isnan(v):  # a cell the run does not train (A5 outside a5_models): blank, theory still said
-                rows.append((str(model), str(task), v, f"not run\n{mark}", "#555555"))
+                labels.append((i, n_y - 1 - j, f"not run\n{mark}", "#555555"))
             else:
-                rows.append((str(model), str(task), v, f"{v:.2f}\n{mark}", text_colour(v, _CMAP, _CLIM)))
+                labels.append((i, n_y - 1 - j, f"{v:.2f}\n{mark}", text_colour(v, _CMAP, _CLIM)))
     where = "beyond the training length" if factor > 1 else "at the training length"
-    heat = hv.HeatMap([r[:3] for r in rows], ["model", "task"], "accuracy").opts(
+    heat = hv.Image(acc.values.astype(float), bounds=(-0.5, -0.5, n_x - 0.5, n_y - 0.5), kdims=["model", "task"],
+                    vdims=["accuracy"]).opts(
         cmap=_CMAP, clim=_CLIM, colorbar=True, clipping_colors={"NaN": "#eeeeee"}, width=width, height=height,
-        tools=["hover"], xrotation=30,
+        tools=["hover"], xrotation=30, xticks=list(enumerate(models)),
+        yticks=[(n_y - 1 - j, task) for j, task in enumerate(tasks)],
         title=f"Accuracy at {factor}x the training length ({where}), mean over {ds.sizes['seed']} seeds; "
               f"theory: yes / no / ?", fontsize={"title": "10pt"})
-    labels = hv.Labels([(r[0], r[1], r[3], r[4]) for r in rows], ["model", "task"], ["text", "colour"]).opts(
-        text_color="colour", text_font_size="8pt")
-    return heat * labels
+    text = hv.Labels(labels, ["model", "task"], ["text", "colour"]).opts(text_color="colour", text_font_size="8pt")
+    return heat * text
 
 
 def length_curve(ds: xr.Dataset, task: str, models=None, *, width: int = 620) -> hv.Overlay:

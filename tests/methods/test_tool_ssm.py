@@ -285,5 +285,6 @@ def test_ci_run_records_competence_inside_the_training_range(ci_result):
     ds = ci_result("tool_ssm").data
     assert ds.exact_train_max.dims == ("task", "model", "regime", "seed")
     assert int(ds.attrs["train_max"]) in ds.length.values  # at ci the same problems as the length-2 test
+    assert ds.attrs["n_competence"] == ds.attrs["n_test"]  # (ci: as many; quick tests 256 at train_max, 32 beyond)
     np.testing.assert_array_equal(ds.exact_train_max.values, ds.exact.sel(length=int(ds.attrs["train_max"])).values)
     assert (ds.digits_train_max >= ds.exact_train_max).all()

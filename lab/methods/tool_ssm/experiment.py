@@ -52,10 +52,11 @@ def _runs(cfg: Config) -> list[tuple[str, str]]:
 
 
 def _in_distribution(cfg: Config, model, task: str, regime: str) -> tuple[float, float]:
-    """(exact match %, digit accuracy %) closed loop on ``n_test`` problems of ``train_max`` digits: inside the
+    """(exact match %, digit accuracy %) closed loop on ``n_competence`` problems of ``train_max`` digits: inside the
     training range, where a model that learned its task is right."""
     n = cfg.train_max
-    s = score(rollout(model, task, regime, E.test_problems(task, n, cfg.n_test, cfg.seed), E.budget(task, regime, n)))
+    s = score(rollout(model, task, regime, E.test_problems(task, n, cfg.n_competence, cfg.seed),
+                      E.budget(task, regime, n)))
     return s["exact"], s["digits"]
 
 
@@ -85,7 +86,8 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         Dataset with dims task, model, regime, seed, length: exact-match and digit accuracy, error tokens and
         finished episodes (NaN where a pair was not trained); training loss, time and parameters; exact-match and
         digit accuracy at ``train_max`` digits (task, model, regime, seed), the models' competence where they were
-        trained (the same test problems as ``exact`` when ``train_max`` is a test length).
+        trained (on ``n_competence`` problems, the first of them those of ``exact`` when ``train_max`` is a test
+        length).
     """
     res = SCHEMA.new(task=list(cfg.tasks), model=list(cfg.models), regime=list(cfg.regimes), seed=list(cfg.seeds),
                      length=list(cfg.test_lengths))
@@ -100,5 +102,6 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
                     bar.update(1)
     bar.close()
     return res.build(attrs={"train_max": cfg.train_max, "claim_length": cfg.claim_length, "n_test": cfg.n_test,
+                            "n_competence": cfg.n_competence,
                             "d_model": cfg.d_model, "n_layers": cfg.n_layers, "steps": cfg.steps,
                             "no_tool_steps": cfg.no_tool_steps})

@@ -105,7 +105,9 @@ def discussion(ds: xr.Dataset) -> str:
         task = ds.task.values[0]
         cot = ds.exact_train_max.sel(task=task, regime="cot").min("seed")
         parts = ", ".join(f"{k} {float(v):.0f}%" for k, v in zip(ds.model.values, cot.values) if np.isfinite(v))
-        lines += ["", f"Without the tool, exact match at {m} digits, inside the training range (worst seed): "
+        count = ds.attrs.get("n_competence", ds.attrs["n_test"])
+        lines += ["", f"Without the tool, exact match at {m} digits, inside the training range ({count} problems, "
+                      "worst seed): "
                       f"{parts}. A tool-less model that never learned addition where it was trained proves nothing "
                       "by failing beyond it: the claims then say 'control not competent'."]
     return "\n".join(lines)

@@ -334,3 +334,27 @@ def test_ci_run(ci_result):
     # the control's competence is measured: a skill of at most 1 (1 only for the behaviour's mean itself)
     assert np.isfinite(ds.mse_mean_skill).all() and (ds.mse_mean_skill <= 1).all()
     assert 0.6 < ds.attrs["cued_colour_mean_skill"] < 0.95
+
+
+def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
+    """train_all trains the missing networks side by side in worker processes (lab.core.parallel), into the weight
+    cache; each is bit for bit the network trained in this process, and a second call has nothing left to train."""
+    from lab.core.runtime import threads
+    from lab.methods.vwm_rnn import train as T
+
+    monkeypatch.setenv("LAB_WORKERS", "2")
+    monkeypatch.setattr(T, "SERIAL_BELOW_S", 0.0)  # a pool even for a few steps
+    cfg = Config.from_profile("ci", ddpm_steps=3, mse_steps=2)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "pool"))
+    ran = T.train_all(cfg, progress=False)
+    assert set(ran) == {(kind, seed) for kind in T.KINDS for seed in cfg.seeds}
+    assert all(meta["cpu_s"] > 0 for meta in ran.values())
+    pooled = [T.train_run(cfg, kind, cfg.seed) for kind in T.KINDS]
+    assert all(t.loaded for t in pooled) and T.train_all(cfg, progress=False) == {}
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
+    with threads(cfg.threads):  # as each worker trains
+        here = [T.train_run(cfg, kind, cfg.seed) for kind in T.KINDS]
+    for a, b in zip(pooled, here):
+        assert not b.loaded
+        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+            assert torch.equal(x, y), key

@@ -5,7 +5,7 @@ how well the MSE-trained RNN learned what it was trained for (the behaviour's me
 
 from __future__ import annotations
 
-import time
+import os
 
 import numpy as np
 import torch
@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from lab.core.runtime import threads
 from lab.methods.vwm_rnn import model as M
 from lab.methods.vwm_rnn.config import Config
-from lab.methods.vwm_rnn.train import build, eval_trials, outputs, train_run
+from lab.methods.vwm_rnn.train import build, eval_trials, outputs, train_all, train_run
 from lab.results import Coord, Results, Schema, Var
 
 __all__ = ["run"]
@@ -59,16 +59,23 @@ def _fit(resp: np.ndarray, target: np.ndarray, nontarget: np.ndarray) -> list[fl
     return [m.w_t, m.w_nt, m.w_u, m.kappa]
 
 
-def _train(cfg: Config, res: Results, s: int, seed: int, bar, progress: bool) -> dict:
-    """The DDPM- and MSE-trained RNNs of one seed (their loss curves and CPU times into ``res``), and an untrained
-    one."""
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the training workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _train(cfg: Config, res: Results, s: int, seed: int, ran: dict) -> dict:
+    """The DDPM- and MSE-trained RNNs of one seed (their loss curves and, where trained in this run, CPU times into
+    ``res``), and an untrained one. ``ran``: :func:`train_all`'s metas of the trainings that ran in worker
+    processes (the networks then load from the cache)."""
     nets = {}
     for k, kind in enumerate(("ddpm", "mse")):
-        tr = train_run(cfg, kind, seed, progress=progress)
+        tr = train_run(cfg, kind, seed)
         nets[kind] = tr.model
         res[f"loss_{kind}"][s] = tr.curves["loss"]
-        res["train_cpu_time"][s, k] = np.nan if tr.loaded else float(tr.meta.get("cpu_s", np.nan))
-        bar.update(1)
+        meta = ran.get((kind, seed), None if tr.loaded else tr.meta)
+        res["train_cpu_time"][s, k] = np.nan if meta is None else float(meta.get("cpu_s", np.nan))
     nets["untrained"] = build(cfg, seed).eval()
     return nets
 
@@ -92,7 +99,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         Dataset with dims seed, model, trial, subset, param, distance_bin, ddpm_step, mse_step (see each
         variable's long_name); attrs with the generator's settings and the run's CPU time.
     """
-    start_cpu = time.process_time()
+    start_cpu = _cpu_s()
     trials = eval_trials(cfg)
     edges = np.linspace(0, np.pi, DISTANCE_BINS + 1)
     res = SCHEMA.new(seed=list(cfg.seeds), model=list(MODELS), kind=["ddpm", "mse"], subset=list(SUBSETS),
@@ -106,20 +113,22 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
     per_trial = {v: res[v].data for v in ("target", "nontarget", "distance")}
     mean = M.behaviour_mean(trials, radius=cfg.radius)  # (n_eval, 2): what the MSE-trained RNN should output
     subsets = {"all": np.ones_like(dist, bool), "close": dist < cfg.close, "far": dist > cfg.far}
-    bar = tqdm(total=2 * len(cfg.seeds), desc="VWM RNN trainings", disable=not progress)
+    ran = train_all(cfg, progress=progress)
+    bar = tqdm(total=len(cfg.seeds), desc="VWM RNN samples and fits", disable=not progress)
     with threads(cfg.threads):
         for s, seed in enumerate(cfg.seeds):
-            nets = _train(cfg, res, s, seed, bar, progress)
+            nets = _train(cfg, res, s, seed, ran)
             for k, name in enumerate(MODELS):
                 x = outputs(cfg, nets.get(name), trials, seed, ddpm=name != "mse")  # (n_eval, 2)
                 res["response"][s, k] = torch.atan2(x[:, 1], x[:, 0]).numpy().astype(float)
                 if name == "mse":
                     res["mse_mean_skill"][s] = M.mean_skill(x, mean)
                 _fits(res, s, k, per_trial, subsets, edges)
+            bar.update(1)
     bar.close()
     return res.build(attrs={
         "swap_max": cfg.swap_max, "swap_width": cfg.swap_width, "close": cfg.close, "far": cfg.far,
         "radius": cfg.radius, "diffusion_steps": cfg.diffusion_steps, "hidden": cfg.hidden,
         "generator_swap_rate": float(trials.p_swap.mean()),
         "cued_colour_mean_skill": M.mean_skill(M.behaviour_mean(trials, torch.zeros(cfg.n_eval), cfg.radius), mean),
-        "run_cpu_time_s": time.process_time() - start_cpu})
+        "run_cpu_time_s": _cpu_s() - start_cpu})

@@ -12,12 +12,12 @@ import time
 import numpy as np
 import torch
 
-from lab.cache import cached_model
+from lab.cache import cached_model, state_path
 from lab.methods.vwm_rnn import model as M
 from lab.methods.vwm_rnn.config import Config
 
 __all__ = ["FORMAT", "KINDS", "build", "eval_trials", "n_inputs", "outputs", "respond", "schedule", "timing",
-           "train_run"]
+           "train_all", "train_run"]
 
 #: bump when training or the model changes (invalidates cached weights)
 FORMAT = 1
@@ -25,6 +25,11 @@ FORMAT = 1
 KINDS = ("ddpm", "mse")
 #: the evaluation trials' generator stream (shared by every seed and model)
 EVAL_STREAM = 7_777
+#: CPU seconds of one optimiser step per time step of the trial (one thread, quick's sizes: about 25 ms a step of a
+#: 25-step trial, Python-bound): the trainings' estimated cost, which orders them and decides whether to pool them
+STEP_S_PER_TIME_STEP = 1e-3
+#: below this many estimated CPU seconds in all (ci) the trainings run here, without worker processes
+SERIAL_BELOW_S = 20.0
 
 
 def timing(cfg: Config) -> M.Timing:
@@ -83,6 +88,37 @@ def train_run(cfg: Config, kind: str, seed: int, *, progress: bool = False):
         return {"curves": {"loss": res.loss}, "meta": {"cpu_s": time.process_time() - t0, "wall_s": res.wall_time_s}}
 
     return cached_model("vwm_rnn", kind, _key(cfg, kind, seed), lambda: build(cfg, seed), train)
+
+
+def _train_job(cfg: Config, kind: str, seed: int) -> dict:
+    return train_run(cfg, kind, seed).meta
+
+
+def train_all(cfg: Config, progress: bool = True) -> dict[tuple[str, int], dict]:
+    """Train every (kind, seed) whose weights are not cached yet, side by side in worker processes
+    (:func:`lab.core.parallel.run_jobs`: ``LAB_WORKERS`` or the cores, ``cfg.threads`` threads each), longest
+    first; :func:`train_run` then loads each from the cache. Each training seeds itself, so its weights are those of
+    a training here, bit for bit. Below :data:`SERIAL_BELOW_S` estimated CPU seconds in all (ci) it trains here.
+
+    Returns:
+        ``{(kind, seed): meta}`` of the trainings that ran now (``meta["cpu_s"]``, ``meta["wall_s"]``).
+    """
+    from lab.core.parallel import Job, run_jobs
+
+    tim = timing(cfg)
+    t = tim.before_response + tim.response  # time steps of a trial
+    jobs, pairs = [], []
+    for seed in cfg.seeds:
+        for kind in KINDS:
+            steps = cfg.ddpm_steps if kind == "ddpm" else cfg.mse_steps
+            jobs.append(Job(f"{kind} seed {seed}", _train_job, (cfg, kind, seed),
+                            cost=steps * t * STEP_S_PER_TIME_STEP,
+                            cached=state_path("vwm_rnn", kind, _key(cfg, kind, seed)).exists()))
+            pairs.append((kind, seed))
+    small = sum(job.cost for job in jobs if not job.cached) < SERIAL_BELOW_S
+    done = run_jobs(jobs, workers=1 if small else None, threads_per_worker=cfg.threads, progress=progress,
+                    desc="VWM RNN trainings")
+    return {pair: r.value for pair, r in zip(pairs, done) if r.ran}
 
 
 def eval_trials(cfg: Config) -> M.Trials:

@@ -206,7 +206,9 @@ def fit(
     on_device = dev.type != "cpu"
     if on_device:
         model.to(dev)
-    opt = torch.optim.AdamW(param_groups(model, lr, ssm_lr, weight_decay), lr=lr)
+    # foreach: one call per group, not one per tensor: the same per-element arithmetic (bit for bit, tested), a third
+    # of the optimiser's CPU on the lab's small models (the PSM's step 5.1 -> 2.1 ms on one thread)
+    opt = torch.optim.AdamW(param_groups(model, lr, ssm_lr, weight_decay), lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warmup))
     gen = torch.Generator().manual_seed(seed)
     losses, step_wall, step_cpu = np.empty(total), np.zeros(total), np.zeros(total)

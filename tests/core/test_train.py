@@ -181,3 +181,30 @@ def test_fit_on_cuda_trains_there_and_returns_the_model_on_the_cpu():
     res = fit(model, x, y, loss="mse", epochs=20, lr=5e-2, progress=False, device="cuda", eval_data=None)
     assert next(model.parameters()).device.type == "cpu"
     assert res.loss[-1] < 0.5 * res.loss[0]
+
+
+@pytest.mark.parametrize("kind", ["mamba", "lru"])
+def test_fit_s_foreach_adamw_gives_the_one_tensor_at_a_time_weights_bit_for_bit(kind, monkeypatch):
+    """fit runs AdamW's foreach form (fewer dispatches); every weight after training equals, bit for bit, the
+    weights of AdamW's one-tensor-at-a-time form: cached weights keep meaning the same training. The model has
+    every parameter group (decayed matrices, undecayed vectors, the recurrence at its own rate)."""
+    import lab.core.train as train
+
+    x, y = _toy()
+    weights, adamw = {}, torch.optim.AdamW
+    for foreach in (True, False):
+        if not foreach:
+            monkeypatch.setattr(train.torch.optim, "AdamW", lambda *a, **k: adamw(*a, **{**k, "foreach": False}))
+        torch.manual_seed(0)
+        model = SequenceClassifier(1, 2, kind=kind, d_model=8, n_layers=2, d_state=4)
+        assert len(param_groups(model, 1e-2, 1e-3, 0.1)) == 3
+        fit(model, x, y, epochs=8, batch_size=32, lr=1e-2, ssm_lr=1e-3, weight_decay=0.1, seed=0, progress=False)
+        weights[foreach] = {k: v.clone() for k, v in model.state_dict().items()}
+    for name, w in weights[True].items():
+        assert torch.equal(w, weights[False][name]), name
+    assert any(not torch.equal(w, v) for w, v in zip(weights[True].values(), _untrained(kind).values()))
+
+
+def _untrained(kind):
+    torch.manual_seed(0)
+    return SequenceClassifier(1, 2, kind=kind, d_model=8, n_layers=2, d_state=4).state_dict()

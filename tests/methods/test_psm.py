@@ -341,6 +341,12 @@ def test_mixed_lengths_cut_state_batches_to_prefixes_and_key_the_weights():
     assert {training_steps(own, m, "mqar") for m in own.models} == {4}
     assert training_key(own, state, "lru", 0)["steps"] == 5 and training_key(own, recall, "psm", 0)["steps"] == 4
     assert regime(own, recall, "transformer").endswith("4 steps")
+    rate, same = (dataclasses.replace(cfg, transformer_lr=lr) for lr in (2e-4, 0.0))  # the transformer's own rate
+    assert rate.model_lr("transformer") == 2e-4 and rate.model_lr("transformer", "recall") == rate.model_lr("psm")
+    assert training_key(rate, state, "transformer", 0)["lr"] == 2e-4  # on the state task, keyed
+    assert training_key(same, state, "transformer", 0)["lr"] == cfg.lr == same.model_lr("transformer")  # 0: `lr`
+    assert training_key(rate, recall, "transformer", 0) == training_key(same, recall, "transformer", 0)
+    assert training_key(rate, state, "psm", 0) == training_key(same, state, "psm", 0)
     with pytest.raises(ConfigError, match="min_train_length"):
         Config(min_train_length=32)
 

@@ -117,7 +117,12 @@ def mixed_lengths(cfg: Config, task: TokenTask, name: str) -> tuple[int, ...] | 
 def training_steps(cfg: Config, name: str, task: str = "state") -> int:
     """Optimiser steps of ``name`` on ``task`` (a task name or kind): :meth:`Config.model_steps` (``mqar_steps`` on
     MQAR, ``transformer_steps`` / ``lru_steps`` for those baselines on the state task, else ``steps``)."""
-    return cfg.model_steps(name, "recall" if task in ("mqar", "recall") else "state")
+    return cfg.model_steps(name, _kind(task))
+
+
+def _kind(task: str) -> str:
+    """The task kind of a task name or kind: 'recall' (MQAR) or 'state'."""
+    return "recall" if task in ("mqar", "recall") else "state"
 
 
 def regime(cfg: Config, task: TokenTask, name: str) -> str:
@@ -134,6 +139,9 @@ def training_key(cfg: Config, task: TokenTask, name: str, seed: int) -> dict:
     key = {**{f: getattr(cfg, f) for f in fields}, "steps": training_steps(cfg, name, task.name), "task": task.name,
            "options": task.options, "model": name, "vocab": task.vocab_size, "length": task.length,
            "seed": seed, "models": sorted(cfg.models), "version": WEIGHTS_VERSION}
+    lr = cfg.model_lr(name, _kind(task.name))
+    if lr != cfg.lr:  # a baseline's own rate (keys without it name the runs at `lr`, as before the field)
+        key["lr"] = lr
     lengths = mixed_lengths(cfg, task, name)
     return key if lengths is None else {**key, "mixed_lengths": list(lengths)}
 
@@ -164,8 +172,8 @@ def trained_model(cfg: Config, task: TokenTask, name: str, seed: int, *, progres
 
     def train(model):
         res = fit(model, *data, loss=token_loss, steps=training_steps(cfg, name, task.name), epochs=None,
-                  batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=0.01, seed=seed, progress=progress,
-                  desc=f"{name} {task.name} ({seed})", device=cfg.device)
+                  batch_size=cfg.batch_size, lr=cfg.model_lr(name, _kind(task.name)), weight_decay=0.01, seed=seed,
+                  progress=progress, desc=f"{name} {task.name} ({seed})", device=cfg.device)
         return {"curves": {"loss": res.loss}, "meta": {"train_time_s": res.wall_time_s, "steps": res.steps}}
 
     d = widths(cfg, task.vocab_size, task.n_classes)[name]  # before seeding: the search builds models

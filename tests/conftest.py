@@ -195,3 +195,21 @@ def pytest_collection_modifyitems(config, items):
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def assert_trained_here_as_pooled(monkeypatch, tmp_path, n_threads: int, pooled: list, train_here) -> None:
+    """The trainings of a worker pool (``pooled``: cached runs with ``.model`` and ``.loaded``) against
+    ``train_here()``, the same trainings in this process under ``n_threads`` threads (as each worker trains) into an
+    empty cache ``tmp_path / "here"``: each trains anew and gives the pooled weights bit for bit."""
+    import torch
+
+    from lab.core.runtime import threads
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
+    with threads(n_threads):
+        here = train_here()
+    assert len(here) == len(pooled)
+    for a, b in zip(pooled, here):
+        assert not b.loaded
+        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+            assert torch.equal(x, y), key

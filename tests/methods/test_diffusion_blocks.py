@@ -18,6 +18,7 @@ from lab.cli import cli
 from lab.methods.diffusion_blocks import claims as C
 from lab.methods.diffusion_blocks import model as M
 from lab.methods.diffusion_blocks.config import Config
+from tests.conftest import assert_trained_here_as_pooled
 
 
 @pytest.mark.parametrize("B", [1, 2, 3, 5])
@@ -386,7 +387,6 @@ def test_equal_budgets_give_every_end_to_end_parameter_its_counterparts_updates(
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
     """train_all trains the missing models side by side in worker processes (lab.core.parallel), into the weight
     cache; each is bit for bit the model trained in this process, and a second call has nothing left to train."""
-    from lab.core.runtime import threads
     from lab.methods.diffusion_blocks import train as T
 
     monkeypatch.setenv("LAB_WORKERS", "2")
@@ -399,11 +399,6 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
     pooled = [T.toy_run(cfg, kind, cfg.seed) for kind in T.TOY_MODELS] + [
         T.cls_run(cfg, task, kind, cfg.seed) for kind in T.CLS_MODELS]
     assert all(t.loaded for t in pooled) and not any(r.ran for r in T.train_all(cfg, task, progress=False))
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
-    with threads(cfg.threads):  # as the experiment trains here (and each worker does)
-        here = [T.toy_run(cfg, kind, cfg.seed) for kind in T.TOY_MODELS] + [
-            T.cls_run(cfg, task, kind, cfg.seed) for kind in T.CLS_MODELS]
-    for a, b in zip(pooled, here):
-        assert not b.loaded
-        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
-            assert torch.equal(x, y), key
+    assert_trained_here_as_pooled(monkeypatch, tmp_path, cfg.threads, pooled, lambda: [
+        T.toy_run(cfg, kind, cfg.seed) for kind in T.TOY_MODELS] + [
+        T.cls_run(cfg, task, kind, cfg.seed) for kind in T.CLS_MODELS])

@@ -14,6 +14,7 @@ from lab.config import ConfigError
 from lab.methods.rate import env as E
 from lab.methods.rate import model as M
 from lab.methods.rate.config import VARIANTS, Config
+from tests.conftest import assert_trained_here_as_pooled
 
 
 # --- the T-Maze -----------------------------------------------------------------------------------------------------
@@ -456,7 +457,6 @@ def test_live_rollout_returns_what_it_says(ci_result):
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
     """train_all trains every missing agent side by side in worker processes (lab.core.parallel), into the weight
     cache; each is bit for bit the agent trained in this process, and a second call has nothing left to train."""
-    from lab.core.runtime import threads
     from lab.methods.rate import minigrid, pool
     from lab.methods.rate import train as T
 
@@ -474,9 +474,4 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
 
     pooled = agents()
     assert all(t.loaded for t in pooled)
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
-    with threads(cfg.threads):
-        here = agents()
-    for a, b in zip(pooled, here):
-        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
-            assert torch.equal(x, y), key
+    assert_trained_here_as_pooled(monkeypatch, tmp_path, cfg.threads, pooled, agents)

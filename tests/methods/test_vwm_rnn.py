@@ -16,6 +16,7 @@ from lab.cli import cli
 from lab.methods.vwm_rnn import claims as C
 from lab.methods.vwm_rnn import model as M
 from lab.methods.vwm_rnn.config import Config
+from tests.conftest import assert_trained_here_as_pooled
 
 
 def test_swap_probability_falls_with_distance_and_matches_the_softmax():
@@ -339,7 +340,6 @@ def test_ci_run(ci_result):
 def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_path, monkeypatch):
     """train_all trains the missing networks side by side in worker processes (lab.core.parallel), into the weight
     cache; each is bit for bit the network trained in this process, and a second call has nothing left to train."""
-    from lab.core.runtime import threads
     from lab.methods.vwm_rnn import train as T
 
     monkeypatch.setenv("LAB_WORKERS", "2")
@@ -351,10 +351,5 @@ def test_trainings_in_worker_processes_give_the_weights_of_a_training_here(tmp_p
     assert all(meta["cpu_s"] > 0 for meta in ran.values())
     pooled = [T.train_run(cfg, kind, cfg.seed) for kind in T.KINDS]
     assert all(t.loaded for t in pooled) and T.train_all(cfg, progress=False) == {}
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "here"))
-    with threads(cfg.threads):  # as each worker trains
-        here = [T.train_run(cfg, kind, cfg.seed) for kind in T.KINDS]
-    for a, b in zip(pooled, here):
-        assert not b.loaded
-        for (key, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
-            assert torch.equal(x, y), key
+    assert_trained_here_as_pooled(monkeypatch, tmp_path, cfg.threads, pooled,
+                                  lambda: [T.train_run(cfg, kind, cfg.seed) for kind in T.KINDS])

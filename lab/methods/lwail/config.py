@@ -107,7 +107,9 @@ class Config(RuntimeConfig, BaseConfig):
     """Env steps between critic updates; after each, the whole replay buffer is relabelled."""
     critic_window: Annotated[int, Range(0, 10_000_000)] = 1920
     """The agent transitions a critic update sees: the most recent critic_window of the replay buffer (0: all of
-    it), so that the critic tracks the current policy; the relabelling always covers the whole buffer."""
+    it), so that the critic tracks the current policy, as the official code's critic reads the last update_timestep
+    steps; the relabelling always covers the whole buffer. Probe at quick, success on seeds 0-4: 1920 gives LWAIL
+    0.94/0.59/0/0/1 and GAIfO 0/1/1/1/0.53; 0 gives LWAIL 1/1/1/0.97/1 and GAIfO 0.03/0.03/1/0/0.97."""
     critic_steps: Annotated[int, Range(1, 10_000)] = 20
     """Critic steps per update (the paper: 30)."""
     batch_size: Annotated[int, Range(1, 100_000)] = 128

@@ -160,13 +160,14 @@ def redirected(info: dict) -> hv.Bars:
             for group in info["outcomes"] for units in ("units on", "discarded")
             for outcome in ("corrupted label", "true label", "other")]
     return hv.Bars(rows, ["examples", "prediction"], "share").opts(
-        stacked=True, width=560, height=320, tools=["hover"], xrotation=20, ylim=(0, 105),
+        stacked=True, width=560, height=360, tools=["hover"], xrotation=20, ylim=(0, 105),
         cmap={"corrupted label": PALETTE[1], "true label": PALETTE[2], "other": "#999999"},  # a colour by the
         # stacked dimension, not a dim transform: Bokeh refuses the transform when a dashboard updates it in place
-        legend_position="right", framewise=True,
+        # the legend in a row below: at the side it left the long x label no room
+        legend_position="bottom", legend_opts={"orientation": "horizontal"}, framewise=True,
         title=f"REM seed {info['seed']}, {info['corruption']} at {info['rate']:g}: {info['n_forget']} redirected",
-        xlabel=f"examples (share of the logits in the extra units: {info['share_forget']:.2f} on the redirected, "
-               f"{info['share_clean']:.2f} on clean data)")
+        xlabel=f"extra units' share of the logits: {info['share_forget']:.2f} on the redirected, "
+               f"{info['share_clean']:.2f} on clean data")
 
 
 def discussion(ds: xr.Dataset) -> str:

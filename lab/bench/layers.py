@@ -7,11 +7,15 @@ Each case is timed as the median of repeated calls after a warm-up, the layers o
 per round), so that machine load that comes and goes during the run moves every layer alike; ratios are measured in
 the same run.
 
-Every layer runs on one thread (torch, Numba and BLAS, :func:`lab.core.runtime.threads`), the lab's setting for
-these model sizes. With torch's default threads on a 2-core machine shared with other jobs, OpenMP's barrier waits in
-mambapy's large element-wise ops made its speed swing 5x between runs (7.5k to 36k forward tokens per second) and the
-ratios with it (3x to 20x forward); one thread has no barriers, so what remains is the load itself, which slows both
-sides.
+Every layer runs first on one thread (torch, Numba and BLAS, :func:`lab.core.runtime.threads`), the lab's setting
+for these model sizes, then at torch's default threads (the cores), which users run at. With the default threads on a
+2-core machine shared with other jobs, OpenMP's barrier waits in mambapy's large element-wise ops made its speed swing
+5x between runs (7.5k to 36k forward tokens per second) and the ratios with it (3x to 20x forward); one thread has
+no barriers, so what remains is the load itself, which slows both sides.
+
+Beside the blocks, the matrix products of the lab's Mamba and Mamba-2 blocks alone (``*_gemms``: every ``nn.Linear``
+of the block on its input's shape; training also their two backward products) are timed in the same turns: the work a
+block cannot avoid, so that ``x own GEMMs`` (the block's time over them) says how close it runs to that floor.
 """
 
 from __future__ import annotations
@@ -23,13 +27,15 @@ import numpy as np
 import torch
 import xarray as xr
 
-__all__ = ["format_layers_bench", "run_layers_bench"]
+__all__ = ["GEMMS", "LAYERS", "format_layers_bench", "gemm_calls", "run_layers_bench", "time_in_turns"]
 
 FULL = dict(batch=8, length=1024, d_model=128, d_state=16)
 QUICK = dict(batch=2, length=128, d_model=32, d_state=8)
 LAYERS = ("lab_mamba", "lab_mamba2", "lab_lru", "mambapy")
+#: the matrix products alone of a block: row name -> the block's
+GEMMS = {"lab_mamba_gemms": "lab_mamba", "lab_mamba2_gemms": "lab_mamba2"}
 MODES = ("forward", "train")
-THREADS = 1  # torch, Numba and BLAS threads of every layer (see the module docstring)
+THREADS = 1  # torch, Numba and BLAS threads of the first measurement (see the module docstring)
 
 
 def _build(name: str, d_model: int, d_state: int) -> torch.nn.Module | None:
@@ -46,6 +52,29 @@ def _build(name: str, d_model: int, d_state: int) -> torch.nn.Module | None:
     except ImportError:
         return None
     return MambaBlock(MambaConfig(d_model=d_model, n_layers=1, d_state=d_state, pscan=True))
+
+
+def gemm_calls(layer: torch.nn.Module, tokens: int):
+    """``(forward, train)``: every ``nn.Linear`` of ``layer`` applied to a random input of ``tokens`` rows (its
+    weights, no other work); ``train`` also runs their backward products (the input's and the weight's gradient)."""
+    import torch.nn.functional as F
+
+    linears = [m for m in layer.modules() if isinstance(m, torch.nn.Linear)]
+    inputs = [torch.randn(tokens, m.in_features) for m in linears]
+    grads = [torch.randn(tokens, m.out_features) for m in linears]
+
+    def forward():
+        with torch.no_grad():
+            for m, x in zip(linears, inputs):
+                F.linear(x, m.weight, m.bias)
+
+    def train():
+        for m, x, g in zip(linears, inputs, grads):
+            m.zero_grad(set_to_none=True)
+            F.linear(x.requires_grad_(), m.weight, m.bias).backward(g)
+            x.grad = None
+
+    return forward, train
 
 
 def time_in_turns(fns: dict, repeats: int, budget: float) -> dict[str, float]:
@@ -67,15 +96,37 @@ def time_in_turns(fns: dict, repeats: int, budget: float) -> dict[str, float]:
 
 
 def run_layers_bench(quick: bool = False, progress: bool = True) -> xr.Dataset:
-    """Tokens per second of each layer, forward and training; ratios against mambapy in the attrs.
+    """Tokens per second of each layer (and of the Mamba blocks' matrix products alone), forward and training, at one
+    thread and at torch's default threads; ratios against mambapy and against the block's own products in the attrs
+    (``{layer}_{mode}_x_mambapy`` and ``{block}_{mode}_x_gemms`` at one thread, the same with ``_default_threads``).
 
     Arguments:
         quick: small shapes (a smoke run in seconds). progress: print each case as it is measured.
     """
     from lab.core.runtime import threads
 
-    with threads(THREADS):
-        return _run(quick, progress)
+    default = torch.get_num_threads()
+    settings = [THREADS] + ([default] if default != THREADS else [])
+    parts = []
+    for n in settings:
+        if progress:
+            print(f"torch threads {n}:", flush=True)
+        with threads(n):
+            parts.append(_run(quick, progress))
+    ds = xr.concat(parts, xr.DataArray(settings, dims="threads", name="threads"), combine_attrs="override")
+    ds.attrs["torch_threads"] = THREADS
+    ds.attrs["default_threads"] = default
+    for k, n in enumerate(settings):
+        suffix = "" if n == THREADS else "_default_threads"
+        tps = ds.tokens_per_s.isel(threads=k)
+        for mode in MODES:
+            for name in LAYERS[:-1]:
+                ds.attrs[f"{name}_{mode}_x_mambapy{suffix}"] = float(tps.sel(layer=name, mode=mode)
+                                                                      / tps.sel(layer="mambapy", mode=mode))
+            for gemm, block in GEMMS.items():  # a block's time over its products' (tokens/s the other way round)
+                ds.attrs[f"{block}_{mode}_x_gemms{suffix}"] = float(tps.sel(layer=gemm, mode=mode)
+                                                                     / tps.sel(layer=block, mode=mode))
+    return ds
 
 
 def _run(quick: bool, progress: bool) -> xr.Dataset:
@@ -84,12 +135,15 @@ def _run(quick: bool, progress: bool) -> xr.Dataset:
     torch.manual_seed(0)
     x = torch.randn(shape["batch"], shape["length"], shape["d_model"])
     tokens = shape["batch"] * shape["length"]
-    tps = np.full((len(LAYERS), len(MODES)), np.nan)
+    names = LAYERS + tuple(GEMMS)
+    tps = np.full((len(names), len(MODES)), np.nan)
     calls: list[dict] = [{}, {}]  # per mode: {layer name: fn}
+    blocks = {}
     for name in LAYERS:
         layer = _build(name, shape["d_model"], shape["d_state"])
         if layer is None:
             continue
+        blocks[name] = layer
         xg = x.clone().requires_grad_()
 
         def forward(layer=layer):
@@ -101,39 +155,42 @@ def _run(quick: bool, progress: bool) -> xr.Dataset:
             layer(xg).square().mean().backward()
 
         calls[0][name], calls[1][name] = forward, train
+    for gemm, block in GEMMS.items():
+        calls[0][gemm], calls[1][gemm] = gemm_calls(blocks[block], tokens)
     for j, fns in enumerate(calls):
         for name, sec in time_in_turns(fns, repeats, budget).items():
-            tps[LAYERS.index(name), j] = tokens / sec
+            tps[names.index(name), j] = tokens / sec
             if progress:
-                print(f"  {name:<11} {MODES[j]:<8} {tps[LAYERS.index(name), j]:>12,.0f} tokens/s", flush=True)
-    ds = xr.Dataset(
+                print(f"  {name:<16} {MODES[j]:<8} {tps[names.index(name), j]:>12,.0f} tokens/s", flush=True)
+    return xr.Dataset(
         {"tokens_per_s": (("layer", "mode"), tps, {"long_name": "tokens per second", "units": "1/s"})},
-        coords={"layer": list(LAYERS), "mode": list(MODES)},
-        attrs={**{k: int(v) for k, v in shape.items()}, "torch_threads": torch.get_num_threads(),
-               "quick": int(quick)},
+        coords={"layer": list(names), "mode": list(MODES)},
+        attrs={**{k: int(v) for k, v in shape.items()}, "quick": int(quick)},
     )
-    base = ds.tokens_per_s.sel(layer="mambapy")
-    for name in LAYERS[:-1]:
-        for mode in MODES:
-            ratio = ds.tokens_per_s.sel(layer=name, mode=mode) / base.sel(mode=mode)
-            ds.attrs[f"{name}_{mode}_x_mambapy"] = float(ratio)
-    return ds
 
 
 def format_layers_bench(ds: xr.Dataset) -> str:
-    """The table ``lab bench layers`` prints."""
+    """The tables ``lab bench layers`` prints: one per thread setting."""
     a = ds.attrs
-    lines = [f"layers (batch {a['batch']}, length {a['length']}, d_model {a['d_model']}, state {a['d_state']}; "
-             f"torch threads {a['torch_threads']}): tokens per second, and x mambapy in the same run",
-             f"{'layer':<12}{'forward':>14}{'x mambapy':>11}{'train':>14}{'x mambapy':>11}"]
-    base = ds.tokens_per_s.sel(layer="mambapy")
-    for name in ds.layer.values:
-        row = ds.tokens_per_s.sel(layer=name)
-        cells = []
-        for mode in MODES:
-            value, ref = float(row.sel(mode=mode)), float(base.sel(mode=mode))
-            cells.append(f"{value:>14,.0f}{value / ref if np.isfinite(ref) else float('nan'):>10.2f}x")
-        lines.append(f"{name:<12}" + "".join(cells))
-    if not np.isfinite(base.values).all():
-        lines.append("mambapy is not installed: pip install mambapy (the dev extra has it)")
+    lines = [f"layers (batch {a['batch']}, length {a['length']}, d_model {a['d_model']}, state {a['d_state']}): "
+             "tokens per second, x mambapy in the same run, and each Mamba block's time over its own matrix "
+             "products' (x own GEMMs: the floor is 1)"]
+    for n in ds.threads.values:
+        tps = ds.tokens_per_s.sel(threads=n)
+        base = tps.sel(layer="mambapy")
+        lines += ["", f"torch threads {int(n)}" + (" (the default)" if int(n) == a.get("default_threads") else ""),
+                  f"{'layer':<18}{'forward':>12}{'x mambapy':>11}{'x GEMMs':>9}{'train':>12}{'x mambapy':>11}"
+                  f"{'x GEMMs':>9}"]
+        gemm_of = {block: gemm for gemm, block in GEMMS.items()}
+        for name in ds.layer.values:
+            cells = []
+            for mode in MODES:
+                value, ref = float(tps.sel(layer=name, mode=mode)), float(base.sel(mode=mode))
+                x_ref = f"{value / ref:>10.2f}x" if np.isfinite(ref) and name not in GEMMS else f"{'':>11}"
+                own = (f"{float(tps.sel(layer=gemm_of[name], mode=mode)) / value:>8.2f}x" if name in gemm_of
+                       else f"{'':>9}")
+                cells.append(f"{value:>12,.0f}{x_ref}{own}")
+            lines.append(f"{name:<18}" + "".join(cells))
+        if not np.isfinite(base.values).all():
+            lines.append("mambapy is not installed: pip install mambapy (the dev extra has it)")
     return "\n".join(lines)

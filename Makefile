@@ -16,7 +16,7 @@ help:
 	@echo "make test     install (chromium too), run the tests (not the slow ones) in $(WORKERS) workers"
 	@echo "make test-all the tests including the slow ones"
 	@echo "make serve    serve the dashboards on http://127.0.0.1:5006"
-	@echo "make bench    lab bench scan, pde and layers (lab bench gpu on a CUDA machine)"
+	@echo "make bench    lab bench scan, pde (against exponax, installed here) and layers"
 	@echo "make gpu      on a CUDA machine: lab bench gpu and ssm_ltl's full profile on the GPU (.ci/gpu)"
 
 install: $(STAMP)
@@ -35,6 +35,7 @@ serve: install
 	$(BIN)/lab serve
 
 bench: install
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/lab bench scan
 	$(BIN)/lab bench pde
 	$(BIN)/lab bench layers

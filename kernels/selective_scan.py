@@ -142,6 +142,34 @@ def _keep(seq_idx, u):
 
 
 # ----------------------------------------------------------------------------------------------------------------
+def _any_strides(a):
+    """``a`` (a NumPy array) as one that Numba types with any strides (layout 'A'): ``a`` itself when it is not
+    contiguous, else its values in a buffer one column wider. The gate ``z`` is a strided view of the Mamba block's
+    in-projection, except at batch 1 or when there is none: one compiled kernel serves them all (each layout is a
+    separate compilation of the kernels, about 35 s of CPU on a fresh clone)."""
+    import numpy as np
+
+    if a.size == 0:  # no element is read
+        return _no_gate(a)
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        return a
+    buf = np.empty((*a.shape[:-1], a.shape[-1] + 1), a.dtype)
+    view = buf[..., : a.shape[-1]]
+    view[...] = a
+    return view
+
+
+def _no_gate(like):
+    """A stand-in for the gate where there is none (the kernels read no element of it), typed as
+    :func:`_any_strides` types the gate: every element aliases one float, at least two along each axis (an array
+    with an axis of one or none counts as contiguous)."""
+    import numpy as np
+
+    one = np.empty(1, like.dtype)
+    shape = tuple(max(2, n) for n in like.shape)
+    return np.lib.stride_tricks.as_strided(one, shape=shape, strides=(0,) * like.ndim, writeable=True)
+
+
 def _bc_transposed(X: torch.Tensor) -> torch.Tensor:
     """``(batch, [groups,] state, length)`` -> contiguous ``(batch, groups, length, state)``."""
     if X.dim() == 3:
@@ -186,7 +214,7 @@ class _SelectiveScanFn(torch.autograd.Function):
         last = torch.empty(bsz, dim, state, dtype=u.dtype, device=u.device)
         ckpt = torch.empty(bsz, dim, n_chunks if save else 1, state, dtype=u.dtype, device=u.device)
         gate = z is not None  # numba only: y *= silu(z) inside the kernel (its backward recomputes y before the gate)
-        z_ = z.detach() if gate else y  # any strides (the Mamba block passes a view of its in-projection)
+        z_ = z.detach() if gate else None  # any strides (the Mamba block passes a view of its in-projection)
         if backend == "numba":
             from ._numba import selective_scan as nk
 
@@ -194,7 +222,8 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 4):
                 nk.selective_scan_forward(
                     u_.numpy(), dt_.numpy(), A_.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(), softplus,
-                    h0v.numpy(), keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save, z_.numpy(), gate,
+                    h0v.numpy(), keep.numpy(), y.numpy(), last.numpy(), ckpt.numpy(), save,
+                    _any_strides(z_.numpy()) if gate else _no_gate(y.numpy()), gate,
                 )  # fmt: skip
         else:
             from ._triton import selective_scan as tk
@@ -233,7 +262,8 @@ class _SelectiveScanFn(torch.autograd.Function):
             with numba_threads_for(u.numel() * state * 8):
                 nk.selective_scan_backward(
                     u.numpy(), delta.numpy(), A.numpy(), Bx.numpy(), Cx.numpy(), Dv.numpy(), bv.numpy(),
-                    ctx.softplus, h0v.numpy(), keep.numpy(), ckpt.numpy(), (z if gate else u).numpy(), gate,
+                    ctx.softplus, h0v.numpy(), keep.numpy(), ckpt.numpy(),
+                    _any_strides(z.numpy()) if gate else _no_gate(u.numpy()), gate,
                     gy.numpy(), du.numpy(), ddelta.numpy(),
                     (dz if gate else du).numpy(), dA_part.numpy(), dB_part.numpy(), dC_part.numpy(), dD_part.numpy(),
                     dbias_part.numpy(), dh0.numpy(), n_sl,

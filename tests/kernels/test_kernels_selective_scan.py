@@ -302,6 +302,31 @@ def test_fused_gate_takes_a_strided_z_and_matches_the_reference():
         assert rel_err(g, w) < 1e-10
 
 
+def test_one_compiled_kernel_for_every_gate_layout():
+    # a gate view (the Mamba block at batch > 1), a contiguous gate (batch 1) and no gate: one compilation of the
+    # forward and one of the backward per dtype, not one per layout (each costs about 35 s of CPU on a fresh clone)
+    from kernels._numba import selective_scan as fwd
+    from kernels._numba import selective_scan_backward as bwd
+
+    g = torch.Generator().manual_seed(3)
+    for batch, gate in itertools.product((1, 2), ("view", "contiguous", None)):
+        u, delta, z2 = (torch.randn(batch, 6, 9, generator=g, dtype=torch.float64) for _ in range(3))
+        z = {"view": torch.randn(batch, 12, 9, generator=g, dtype=torch.float64)[:, 6:], "contiguous": z2,
+             None: None}[gate]
+        A = -torch.rand(6, 3, generator=g, dtype=torch.float64)
+        B, C = (torch.randn(batch, 3, 9, generator=g, dtype=torch.float64) for _ in range(2))
+        leaves = [t.requires_grad_() for t in (u, delta, B, C)]
+        y = selective_scan(u, delta, A, B, C, torch.ones(6, dtype=torch.float64), z=z, delta_softplus=True,
+                           backend="numba")
+        yr = selective_scan_ref(u, delta, A, B, C, torch.ones(6, dtype=torch.float64), z=z, delta_softplus=True)
+        assert rel_err(y, yr) < 1e-12
+        got, want = (torch.autograd.grad(out.sum(), leaves) for out in (y, yr))
+        assert all(rel_err(a, b) < 1e-10 for a, b in zip(got, want))
+    for kernel in (fwd.selective_scan_forward, bwd.selective_scan_backward):
+        float64 = [sig for sig in kernel.signatures if "float64" in str(sig[0])]
+        assert len(float64) == 1, "\n".join(str(sig) for sig in float64)
+
+
 @pytest.mark.parametrize("n_slices", [1, 3])
 def test_backward_over_several_channel_blocks_and_slices(monkeypatch, n_slices):
     # 2 groups of 37 channels: full 16-channel blocks, a partial block (padding lanes) and, with 3 slices, tasks

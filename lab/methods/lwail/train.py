@@ -98,11 +98,10 @@ def train_icvf(cfg: Config, data: StateData, steps: int, seed: int, name: str, n
             target.to(batch[0].device)
             return M.icvf_loss(m, target, batch, cfg.gamma, cfg.expectile)
 
-        online, slow = list(model.parameters()), list(target.parameters())
-
         def soft(step, m, opt):
-            with torch.no_grad():  # one call for every tensor: the same lerp per element, bit for bit
-                torch._foreach_lerp_(slow, online, cfg.icvf_target_rate)
+            with torch.no_grad():
+                for p, q in zip(m.parameters(), target.parameters()):
+                    q.lerp_(p, cfg.icvf_target_rate)
 
         res = fit(model, data.sampler(cfg.icvf_batch, cfg.p_random, cfg.p_trajectory, seed), steps=steps,
                   loss=loss, lr=cfg.icvf_lr, warmup=0.02, seed=seed, progress=False, desc="icvf", on_step=soft,
@@ -152,7 +151,7 @@ class Imitator:
                 self.mu = z.mean(0)
                 self.scale = ((z - self.mu) ** 2).sum(-1).mean().sqrt().clamp(min=1e-6)
         self.f = M.mlp(2 * d_enc, cfg.hidden, 1)
-        self.opt = torch.optim.Adam(self.f.parameters(), lr=cfg.critic_lr, foreach=True)
+        self.opt = torch.optim.Adam(self.f.parameters(), lr=cfg.critic_lr)
         self.gen = torch.Generator().manual_seed(seed + 5)
         with torch.no_grad():
             self.x_expert = self.features(*expert)
@@ -267,8 +266,9 @@ def _dqn_update(cfg: Config, q: nn.Module, q_t: nn.Module, opt, buffer: tuple, j
     loss.backward()
     nn.utils.clip_grad_norm_(q.parameters(), 10.0)
     opt.step()
-    with torch.no_grad():  # one call for every tensor: the same lerp per element, bit for bit
-        torch._foreach_lerp_(list(q_t.parameters()), list(q.parameters()), DQN_TAU)
+    with torch.no_grad():
+        for p, pt in zip(q.parameters(), q_t.parameters()):
+            pt.lerp_(p, DQN_TAU)
 
 
 def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
@@ -293,7 +293,7 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     torch.manual_seed(agent_seed)
     q = M.QNet(len(maze.cells), 8, cfg.hidden)
     q_t = copy.deepcopy(q).requires_grad_(False)
-    opt = torch.optim.Adam(q.parameters(), lr=cfg.dqn_lr, foreach=True)  # one call per step: bit for bit
+    opt = torch.optim.Adam(q.parameters(), lr=cfg.dqn_lr)
     n_vec = max(1, cfg.env_steps // cfg.n_envs)
     cap = n_vec * cfg.n_envs
     S = torch.zeros(cap, 2)
@@ -316,16 +316,16 @@ def _imitate_maze(cfg: Config, maze: Maze, variant: str, seed: int) -> dict:
     for v in range(1, n_vec + 1):
         eps = max(0.05, 1.0 - v / (0.5 * n_vec))
         obs = torch.from_numpy(maze.obs(cells))
-        here = torch.from_numpy(maze.onehot(cells))
         with torch.no_grad():
-            greedy = q(here).argmax(-1).numpy()
+            greedy = q(torch.from_numpy(maze.onehot(cells))).argmax(-1).numpy()
         act = np.where(rng.random(cfg.n_envs) < eps, rng.integers(0, 8, cfg.n_envs), greedy)
         ended = maze.blocked(cells, act) if crash else np.zeros(cfg.n_envs, bool)
         nxt = maze.step(cells, act, cfg.slip, rng)
         obs2 = torch.from_numpy(maze.obs(nxt))
         sl = slice(size, size + cfg.n_envs)
         S[sl], S2[sl], A[sl], R[sl] = obs, obs2, torch.from_numpy(act), critic.rewards(obs, obs2)
-        I[sl], I2[sl], D[sl] = here, torch.from_numpy(maze.onehot(nxt)), torch.from_numpy(ended)
+        I[sl], I2[sl], D[sl] = torch.from_numpy(maze.onehot(cells)), torch.from_numpy(maze.onehot(nxt)), \
+            torch.from_numpy(ended)
         size += cfg.n_envs
         since += cfg.n_envs
         if ended.any():  # a crash: a terminal transition, that environment starts again

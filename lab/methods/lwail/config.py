@@ -50,7 +50,10 @@ class Config(RuntimeConfig, BaseConfig):
     MuJoCo InvertedPendulum-v5, TD3; the return claim). The pendulum does not fit quick's budget: it runs at ci
     (tiny) and full."""
     resolution: Annotated[int, Range(1, 8)] = 2
-    """Fine cells per coarse cell of the U-maze (2: 44 free cells, the expert needs 17 moves; 3: 99 cells, 26)."""
+    """Fine cells per coarse cell of the U-maze (2: 44 free cells, the expert needs 17 moves; 3: 99 cells, 26). At
+    `full` (3, horizon 40, 60 000 steps, 5 seeds; one cold run on a 2-core Zen 4, 37 minutes) no maze agent reached
+    the goal, the oracle-metric control included, while the pendulum's LWAIL imitator reached the expert's return
+    on 3 of 3 seeds."""
     slip: Annotated[float, Range(0.0, 1.0, hi_open=True)] = 0.1
     """Probability that the maze replaces an action by a random one (stochastic dynamics)."""
     horizon: Annotated[int, Range(2, 10_000)] = 48

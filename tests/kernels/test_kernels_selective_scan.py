@@ -315,7 +315,7 @@ def test_one_compiled_kernel_for_every_gate_layout():
              None: None}[gate]
         A = -torch.rand(6, 3, generator=g, dtype=torch.float64)
         B, C = (torch.randn(batch, 3, 9, generator=g, dtype=torch.float64) for _ in range(2))
-        leaves = [t.requires_grad_() for t in (u, delta, B, C)]
+        leaves = [t.requires_grad_() for t in (u, delta, B, C) + ((z,) if z is not None else ())]
         y = selective_scan(u, delta, A, B, C, torch.ones(6, dtype=torch.float64), z=z, delta_softplus=True,
                            backend="numba")
         yr = selective_scan_ref(u, delta, A, B, C, torch.ones(6, dtype=torch.float64), z=z, delta_softplus=True)

@@ -67,7 +67,7 @@ def _fmt(x: float) -> str:
 @dataclass(frozen=True)
 class Pick:
     """One quantity per seed, read from a results Dataset: ``ds[var]`` selected by label (``sel``) and by position
-    (``isel``), then averaged over every dimension left but ``seed``.
+    (``isel``), then averaged over every dimension left but the seeds' (``seed``).
 
     A selector's value may be a function of the Dataset (``{"tau": lambda ds: ds.attrs["claim_tau"]}``).
 
@@ -76,8 +76,10 @@ class Pick:
         label: what it is, in a few words, for the detail text (e.g. "CompreSSM").
         sel, isel: the selection by coordinate label and by index.
         unit: appended to the values in the detail text (e.g. "%").
-        reduce: how the dimensions left but ``seed`` become one value per seed: ``mean`` (default), ``max`` (the
-            best of several variants, e.g. the strongest baseline) or ``min`` (the worst).
+        reduce: how the dimensions left but the seeds' become one value per seed: ``mean`` (default), ``max``
+            (the best of several variants, e.g. the strongest baseline) or ``min`` (the worst).
+        seed: the dimension that counts the seeds (``seed``; another where a part of the run has its own seeds,
+            e.g. lwail's ``pendulum_seed``), kept so that the table shows each seed.
     """
 
     var: str
@@ -86,13 +88,14 @@ class Pick:
     isel: Any = None
     unit: str = ""
     reduce: str = "mean"
+    seed: str = "seed"
 
     def __post_init__(self) -> None:
         if self.reduce not in ("mean", "max", "min"):
             raise ValueError(f"Pick {self.label!r}: reduce={self.reduce!r} is not allowed; allowed: mean, max, min")
 
     def values(self, ds: Any) -> np.ndarray:
-        """The per-seed values (one value when the variable has no ``seed`` dimension)."""
+        """The per-seed values (one value when the variable has no seed dimension)."""
         da = ds[self.var]
 
         def resolve(spec: Any) -> dict[str, Any]:
@@ -102,7 +105,7 @@ class Pick:
             da = da.isel(resolve(self.isel))
         if self.sel:
             da = da.sel(resolve(self.sel))
-        rest = [d for d in da.dims if d != "seed"]
+        rest = [d for d in da.dims if d != self.seed]
         if rest:
             da = getattr(da, self.reduce)(rest, skipna=False)
         return np.atleast_1d(np.asarray(da.values, dtype=float))

@@ -459,3 +459,22 @@ def test_claims_on_synthetic_datasets():
     assert flat["beats_baselines"].verdict == "control not competent"
     assert "LWAIL's metric" in flat["beats_baselines"].competence[0].label
     assert good["oracle_metric_success"].verdict == "reported"
+
+
+def test_pendulum_claims_count_the_pendulum_seeds():
+    """The pendulum has its own seeds (``pendulum_seed``): its claims keep one value per pendulum seed, so that the
+    table shows each seed and says how many ran (they read "mean over 1 seed" when the picks averaged that
+    dimension away)."""
+    from lab.methods.lwail.claims import CLAIMS
+
+    ds = _synthetic().drop_dims(["pendulum_seed"])
+    ds = ds.assign(pendulum_return=(("pendulum_seed", "pendulum_variant"), np.array([[1000.0, 2.0], [950.0, 2.0],
+                                                                                      [400.0, 2.0]])),
+                   pendulum_expert_return=(("pendulum_seed",), np.full(3, 1000.0)),
+                   pendulum_random_return=(("pendulum_seed",), np.array([5.6, 7.0, 3.8]))
+                   ).assign_coords(pendulum_seed=[0, 1, 2])
+    got = {c.name: c.evaluate(ds) for c in CLAIMS}["pendulum_expert_return"]
+    assert got.per_seed == pytest.approx((1.0, 0.95, 0.4))
+    assert got.measured == pytest.approx(2.35 / 3) and got.verdict == "fails"
+    assert "over 3 seeds" in got.detail
+    assert got.seeds_holding == 2 and got.control_measured == pytest.approx(0.0164 / 3)

@@ -118,9 +118,9 @@ def _gap_ending(a: str, b: str):
 def _pendulum(variant: str | None):
     """The pendulum's return of ``variant`` (None: the random policy) over the expert's, per seed; NaN (no seeds)
     when the pendulum did not run."""
-    mine = (Pick("pendulum_random_return", "random policy return") if variant is None else
-            Pick("pendulum_return", f"{variant} return", sel={"pendulum_variant": variant}))
-    over_expert = ratio(mine, Pick("pendulum_expert_return", "expert return"))
+    mine = (Pick("pendulum_random_return", "random policy return", seed="pendulum_seed") if variant is None else
+            Pick("pendulum_return", f"{variant} return", sel={"pendulum_variant": variant}, seed="pendulum_seed"))
+    over_expert = ratio(mine, Pick("pendulum_expert_return", "expert return", seed="pendulum_seed"))
 
     def measure(ds: xr.Dataset) -> Measurement:
         if not np.isfinite(mine.values(ds)).all():

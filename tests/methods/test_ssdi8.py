@@ -410,6 +410,10 @@ def test_ci_run_and_claims(ci_result):
     assert np.isfinite(ds.loss).all() and np.isfinite(ds.cpu_time).all()
     assert float(ds.ssd_error.sel(variant="fp32", weights="fp32").max()) == 0.0
     assert res.claims["int8_equals_fake_quant"].verdict == "holds"
+    # every code of every layer's SSD as the fake-quant twin's, on the model's own activations
+    assert res.claims["int8_codes_equal_fake_quant"].verdict == "holds"
+    assert int(ds.twin_codes_differ.sum()) == 0 and (ds.twin_codes > 0).all()
+    assert res.claims["int8_logits_vs_fake_quant"].verdict == "reported"
     assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
     # the ci model (a few steps) has not learned its corpus: no accuracy claim can hold on it
     assert 0 < float(ds.bigram_loss) < float(ds.unigram_loss) < math.log(T.VOCAB)

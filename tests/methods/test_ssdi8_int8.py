@@ -88,8 +88,14 @@ def test_the_numba_int8_ssd_keeps_every_code_and_rounds_only_the_float_tail(shap
     assert y.dtype == torch.float32 and y.shape == x.shape
     assert bool(((y.double() - y64).abs() <= bound).all())
     # the torch stages (the fake-quant twin) meet the same bound: the two differ by float rounding only
-    fake = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, backend="fake").double()
+    fake_codes, int_codes = {}, {}
+    fake = M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, backend="fake", codes=fake_codes).double()
     assert bool(((fake - y64).abs() <= bound).all())
+    # both backends hand out the codes they formed, in one layout (what the twin claims compare)
+    assert torch.equal(M.ssd_int8(x, dt, A, B, C, D, scales, chunk_size=q, codes=int_codes), y)
+    assert fake_codes.keys() == int_codes.keys() == want.keys()
+    for name, t in want.items():
+        assert torch.equal(fake_codes[name], t) and torch.equal(int_codes[name], t), name
 
 
 def test_the_numba_int8_ssd_fills_held_as_the_torch_stages():

@@ -78,7 +78,13 @@ SCHEMA = Schema(
         dtype=np.float32),
     Var("states_amax", ("layer", "channel"), "calibration amax of the entering states per (head, headdim)",
         dtype=np.float32),
-    Var("twin_difference", (), "max |logits(int8) - logits(fake-quant)| / max |logits|"),
+    Var("twin_difference", (), "max |logits(int8) - logits(fake-quant)| / max |logits| of the whole model (float "
+        "rounding in each layer's tail can flip a code of the next layer: it compounds over layers)"),
+    Var("twin_ssd_difference", ("layer",), "max |y(int8) - y(fake-quant)| / max |y(fake-quant)| of the layer's SSD, "
+        "both on the same inputs (the fake-quant forward's)"),
+    Var("twin_codes_differ", ("layer",), "int8 codes of the layer's SSD (x, B, C, CB, chunk states, passed states) "
+        "that differ between the INT8 kernels and the fake-quant twin on the same inputs", "codes", dtype=int),
+    Var("twin_codes", ("layer",), "int8 codes compared per layer", "codes", dtype=int),
     Var("cpu_time", ("op", "impl"), "wall time on {batch} x {length} characters, {threads} thread(s), min of "
                                     "{repeats}", "s"),
     Var("ssd_bytes", ("path",), "bytes held between the SSD's stages (layer 0, the timed batch)", "B"),
@@ -145,12 +151,31 @@ def _cpu_costs(cfg: Config, model, quant, tokens: torch.Tensor) -> dict:
 
 
 @torch.no_grad()
-def _twin_difference(cfg: Config, model, quant, sample: torch.Tensor, weights: str) -> float:
-    """max |logits(int8) - logits(fake-quant)| / max |logits| of SSDi8 at ``weights`` on ``sample``."""
+def _twin_difference(cfg: Config, model, quant, sample: torch.Tensor, weights: str) -> dict:
+    """The INT8 path against its fake-quant twin, SSDi8 at ``weights`` on ``sample``.
+
+    Returns:
+        ``logits``: max |logits(int8) - logits(fake-quant)| / max |logits| of the whole model (each layer's float
+        tail rounds differently, the next layer's inputs move by that rounding, and a code on a rounding boundary
+        there flips, so this compounds over layers); per layer, on the same SSD inputs (the fake-quant forward's):
+        ``ssd`` (layer,) max |y(int8) - y(fake-quant)| / max |y(fake-quant)|, ``codes_differ`` (layer,) the number of
+        int8 codes that differ and ``codes`` (layer,) how many were compared.
+    """
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
     lg_int = LM.forward(model, sample, quant, "ssdi8", weights, backend="int", **kw)
-    lg_fake = LM.forward(model, sample, quant, "ssdi8", weights, backend="fake", **kw)
-    return float((lg_int - lg_fake).abs().max() / lg_fake.abs().max())
+    rec = LM.Recorder(len(quant), keep=True)
+    lg_fake = LM.forward(model, sample, quant, "ssdi8", weights, backend="fake", recorder=rec, **kw)
+    out = {"logits": float((lg_int - lg_fake).abs().max() / lg_fake.abs().max()), "ssd": [], "codes_differ": [],
+           "codes": []}
+    for inputs, lq in zip(rec.inputs, quant):
+        args = [inputs[k] for k in ("x", "dt", "A", "B", "C", "D")]
+        got, want = {}, {}
+        y_int = M.ssd_int8(*args, lq.scales, backend="int", codes=got, **kw)
+        y_fake = M.ssd_int8(*args, lq.scales, backend="fake", codes=want, **kw)
+        out["ssd"].append(float((y_int - y_fake).abs().max() / y_fake.abs().max()))
+        out["codes_differ"].append(sum(int((got[k] != want[k]).sum()) for k in want))
+        out["codes"].append(sum(want[k].numel() for k in want))
+    return out
 
 
 def _flat(t: torch.Tensor) -> np.ndarray:
@@ -211,7 +236,9 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         res["eval_file"] = corpus.eval_file[np.concatenate([on_grid, off_grid])]  # the order of seq_loss_own
         res["unigram_loss"], res["bigram_loss"] = count_model_losses(corpus)
         twin_w = ME.head_weights(cfg)
-        res["twin_difference"] = _twin_difference(cfg, model, quant, sample, twin_w)
+        twin = _twin_difference(cfg, model, quant, sample, twin_w)
+        res["twin_difference"], res["twin_ssd_difference"] = twin["logits"], twin["ssd"]
+        res["twin_codes_differ"], res["twin_codes"] = twin["codes_differ"], twin["codes"]
         costs = _cpu_costs(cfg, model, quant, sample)
     res["perplexity"] = np.exp(res["loss"][...])
     res["correction"] = np.stack([[_flat(c) for c in c_star[w]] for w in weights])

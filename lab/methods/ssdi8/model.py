@@ -154,7 +154,7 @@ def quant_state_passing(q_chunk: torch.Tensor, dA_end: torch.Tensor, decay_bits:
 
 
 def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bits: int = 7, backend: str = "int",
-             held: dict | None = None) -> torch.Tensor:
+             held: dict | None = None, codes: dict | None = None) -> torch.Tensor:
     """Mamba-2's SSD with INT8 activations and int32 accumulation (the stages of the module docstring).
 
     Arguments:
@@ -166,11 +166,17 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
             tail fused; every code as the ``fake`` path's, the output to float rounding) or ``fake`` (the fake-quant
             twin: the stages below as torch ops, the codes multiplied as float32; see :func:`quant.qmatmul`).
         held: if a dict, filled with ``name -> (numel, bytes per element)`` of the tensors held between stages.
+        codes: if a dict, filled with the int8 codes as :func:`_ssd_int8_kernels` returns them (``x``, ``B``,
+            ``C``, ``CB`` with its upper triangle zeroed, ``chunk_states``, ``states``; the states
+            ``(b, c, h, N, headdim)``), for either backend: what the two must agree on bit for bit.
     Returns:
         ``y`` ``(b, L, heads, headdim)`` float32 (no gate; D skip included).
     """
     if backend == "int":
-        return _ssd_int8_kernels(x, dt, A, B, C, D, scales, int(chunk_size), int(decay_bits), held)[0]
+        y, got = _ssd_int8_kernels(x, dt, A, B, C, D, scales, int(chunk_size), int(decay_bits), held)
+        if codes is not None:
+            codes.update(got, CB=got["CB"].tril())
+        return y
     if backend != "fake":
         raise ValueError(f"backend={backend!r} is not allowed; allowed: 'int', 'fake'")
     b, L, h, p = x.shape
@@ -213,6 +219,9 @@ def ssd_int8(x, dt, A, B, C, D, scales: SSDScales, *, chunk_size: int, decay_bit
         for name, t in (("x", qx), ("B", qB), ("C", qC), ("CB", qCB), ("xs", qxs), ("chunk_states", q_chunk),
                         ("states", qS)):
             held[name] = (t.numel(), t.element_size())
+    if codes is not None:
+        codes.update(x=qx, B=qB, C=qC, CB=qCB.tril(), chunk_states=rearrange(q_chunk, "b c h p n -> b c h n p"),
+                     states=rearrange(qS, "b c h p n -> b c h n p"))
     return y.reshape(b, -1, h, p)[:, :L]
 
 

@@ -13,9 +13,10 @@ the same arithmetic:
 
 Products of 8-bit codes are at most 127² = 16129, so a float32 sum of up to 1040 of them is an exact integer
 (below 2^24) whatever the order: the two backends then agree bit for bit, and any difference is a bug in the
-integer path (the tests and the ``int8_equals_fake_quant`` claim check it). Dequantising first (``(q_a s_a) @ (q_b
-s_b)``, the textbook fake quant) differs from both by float rounding only; where a product is quantised again
-(``C·Bᵀ``, the states), that rounding can flip a code that sits on a rounding boundary.
+integer path (the tests and the ``int8_codes_equal_fake_quant`` and ``int8_equals_fake_quant`` claims check it).
+Dequantising first (``(q_a s_a) @ (q_b s_b)``, the textbook fake quant) differs from both by float rounding only;
+where a product is quantised again (``C·Bᵀ``, the states), that rounding can flip a code that sits on a rounding
+boundary.
 """
 
 from __future__ import annotations

@@ -62,9 +62,10 @@ chromium:
 		exit 1; \
 	fi
 
-# two pytest-xdist workers on the 2 cores; a method's tests share one worker (and its ci run), see tests/conftest.py
+# two pytest-xdist workers on the 2 cores; a method's tests share one worker (and its ci run), see tests/conftest.py;
+# the 25 slowest test phases are listed at the end (make test should stay within about 12 minutes)
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup --durations=25
 
 test: install chromium
 	$(PYTEST) -m "not slow"

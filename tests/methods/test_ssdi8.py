@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import xarray as xr
 from click.testing import CliRunner
 
 import kernels
@@ -403,6 +404,24 @@ def test_cli_exits_2_on_a_bad_bit_width():
 # --------------------------------------------------------------------------------------------------------------------
 # the ci run, its claims and the live API
 # --------------------------------------------------------------------------------------------------------------------
+def test_twin_claims_fail_on_one_differing_code_or_a_projection_off_by_more_than_rounding():
+    """The INT8-vs-fake-quant verdicts can fail: one code of one layer's SSD, or one projection off by 1e-3."""
+    def verdicts(differ=(0, 0), ssd=(2e-7, 1e-7), proj=(0.0, 0.0)):
+        ds = xr.Dataset({"twin_codes_differ": ("layer", np.array(differ)), "twin_codes": ("layer", [1000, 1000]),
+                         "twin_ssd_difference": ("layer", np.array(ssd)),
+                         "twin_proj_difference": ("layer", np.array(proj)), "twin_difference": 0.003},
+                        attrs={"twin_weights": "w8a8"})
+        return {c.name: c.evaluate(ds).verdict for c in CLAIMS
+                if c.name in ("int8_codes_equal_fake_quant", "int8_equals_fake_quant", "int8_logits_vs_fake_quant")}
+
+    assert verdicts() == {"int8_codes_equal_fake_quant": "holds", "int8_equals_fake_quant": "holds",
+                          "int8_logits_vs_fake_quant": "reported"}
+    assert verdicts(differ=(0, 1))["int8_codes_equal_fake_quant"] == "fails"
+    assert verdicts(proj=(0.0, 1e-3))["int8_equals_fake_quant"] == "fails"
+    assert verdicts(ssd=(2e-7, 1e-3))["int8_equals_fake_quant"] == "fails"
+    assert verdicts(proj=(np.nan, np.nan))["int8_equals_fake_quant"] == "holds"  # fp32 weights: the SSD alone
+
+
 def test_ci_run_and_claims(ci_result):
     res = ci_result("ssdi8")
     ds = res.data
@@ -413,6 +432,7 @@ def test_ci_run_and_claims(ci_result):
     # every code of every layer's SSD as the fake-quant twin's, on the model's own activations
     assert res.claims["int8_codes_equal_fake_quant"].verdict == "holds"
     assert int(ds.twin_codes_differ.sum()) == 0 and (ds.twin_codes > 0).all()
+    assert float(ds.twin_proj_difference.max()) == 0.0  # int32 sums below 2^24: the projections bit for bit
     assert res.claims["int8_logits_vs_fake_quant"].verdict == "reported"
     assert float(ds.ssd_bytes.sel(path="int8")) < float(ds.ssd_bytes.sel(path="fp32"))
     # the ci model (a few steps) has not learned its corpus: no accuracy claim can hold on it

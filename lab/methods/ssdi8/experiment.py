@@ -85,6 +85,9 @@ SCHEMA = Schema(
     Var("twin_codes_differ", ("layer",), "int8 codes of the layer's SSD (x, B, C, CB, chunk states, passed states) "
         "that differ between the INT8 kernels and the fake-quant twin on the same inputs", "codes", dtype=int),
     Var("twin_codes", ("layer",), "int8 codes compared per layer", "codes", dtype=int),
+    Var("twin_proj_difference", ("layer",), "max |out(int8) - out(fake-quant)| / max |out(fake-quant)| of the "
+        "layer's in_proj and out_proj (the larger), both on the same inputs (the fake-quant forward's)",
+        missing="NaN at fp32 weights (no INT8 projection)"),
     Var("cpu_time", ("op", "impl"), "wall time on {batch} x {length} characters, {threads} thread(s), min of "
                                     "{repeats}", "s"),
     Var("ssd_bytes", ("path",), "bytes held between the SSD's stages (layer 0, the timed batch)", "B"),
@@ -157,24 +160,30 @@ def _twin_difference(cfg: Config, model, quant, sample: torch.Tensor, weights: s
     Returns:
         ``logits``: max |logits(int8) - logits(fake-quant)| / max |logits| of the whole model (each layer's float
         tail rounds differently, the next layer's inputs move by that rounding, and a code on a rounding boundary
-        there flips, so this compounds over layers); per layer, on the same SSD inputs (the fake-quant forward's):
+        there flips, so this compounds over layers); per layer, on the same inputs (the fake-quant forward's):
         ``ssd`` (layer,) max |y(int8) - y(fake-quant)| / max |y(fake-quant)|, ``codes_differ`` (layer,) the number of
-        int8 codes that differ and ``codes`` (layer,) how many were compared.
+        int8 codes that differ, ``codes`` (layer,) how many were compared and ``proj`` (layer,) the same relative
+        difference for in_proj and out_proj (the larger; NaN without INT8 projections).
     """
+    def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float((a - b).abs().max() / b.abs().max())
+
     kw = dict(chunk_size=cfg.chunk_size, decay_bits=cfg.decay_bits)
     lg_int = LM.forward(model, sample, quant, "ssdi8", weights, backend="int", **kw)
     rec = LM.Recorder(len(quant), keep=True)
     lg_fake = LM.forward(model, sample, quant, "ssdi8", weights, backend="fake", recorder=rec, **kw)
-    out = {"logits": float((lg_int - lg_fake).abs().max() / lg_fake.abs().max()), "ssd": [], "codes_differ": [],
-           "codes": []}
+    out = {"logits": rel(lg_int, lg_fake), "ssd": [], "codes_differ": [], "codes": [], "proj": []}
     for inputs, lq in zip(rec.inputs, quant):
         args = [inputs[k] for k in ("x", "dt", "A", "B", "C", "D")]
         got, want = {}, {}
         y_int = M.ssd_int8(*args, lq.scales, backend="int", codes=got, **kw)
         y_fake = M.ssd_int8(*args, lq.scales, backend="fake", codes=want, **kw)
-        out["ssd"].append(float((y_int - y_fake).abs().max() / y_fake.abs().max()))
+        out["ssd"].append(rel(y_int, y_fake))
         out["codes_differ"].append(sum(int((got[k] != want[k]).sum()) for k in want))
         out["codes"].append(sum(want[k].numel() for k in want))
+        lins = lq.linears.get(weights)
+        out["proj"].append(math.nan if lins is None else max(
+            rel(lin(inputs[k], "int"), lin(inputs[k], "fake")) for lin, k in zip(lins, ("u", "g"))))
     return out
 
 
@@ -239,6 +248,7 @@ def run(cfg: Config, progress: bool = True) -> xr.Dataset:
         twin = _twin_difference(cfg, model, quant, sample, twin_w)
         res["twin_difference"], res["twin_ssd_difference"] = twin["logits"], twin["ssd"]
         res["twin_codes_differ"], res["twin_codes"] = twin["codes_differ"], twin["codes"]
+        res["twin_proj_difference"] = twin["proj"]
         costs = _cpu_costs(cfg, model, quant, sample)
     res["perplexity"] = np.exp(res["loss"][...])
     res["correction"] = np.stack([[_flat(c) for c in c_star[w]] for w in weights])

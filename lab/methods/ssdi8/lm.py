@@ -67,7 +67,8 @@ class Recorder:
 
     def __init__(self, n_layers: int, *, observe: bool = False, compare: bool = False, keep: bool = False):
         self.observe, self.compare = observe, compare
-        #: with ``keep``: per layer, the SSD's inputs of the last batch (x, dt, A, B, C, D) after the outlier scaling
+        #: with ``keep``: per layer, the SSD's inputs of the last batch (x, dt, A, B, C, D) after the outlier scaling,
+        #: and the projections' inputs (u into in_proj, g into out_proj)
         self.inputs: list[dict] | None = [{} for _ in range(n_layers)] if keep else None
         self.amax: list[dict] = [{} for _ in range(n_layers)]
         self.err, self.ref = torch.zeros(n_layers, dtype=torch.float64), torch.zeros(n_layers, dtype=torch.float64)
@@ -111,13 +112,15 @@ def _layer(block, lq: LayerQuant, h: torch.Tensor, variant: str, weights: str, c
     B4, C4 = (rearrange(t, "b l (g n) -> b l g n", g=mix.ngroups) for t in (B, C))
     dt, A = F.softplus(dt + mix.dt_bias), -torch.exp(mix.A_log)
     if recorder is not None and recorder.inputs is not None:
-        recorder.inputs[k] = {"x": x4, "dt": dt, "A": A, "B": B4, "C": C4, "D": mix.D}
+        recorder.inputs[k] = {"x": x4, "dt": dt, "A": A, "B": B4, "C": C4, "D": mix.D, "u": u}
     y = ssd_variant(variant, x4, dt, A, B4, C4, mix.D, lq.scales, chunk_size, decay_bits=decay_bits,
                     backend=backend) / lq.outlier
     corr = lq.correction_for(variant, weights)
     if corr is not None:
         y = y + corr
     g = mix.norm(rearrange(y, "b l h p -> b l (h p)") * F.silu(z))
+    if recorder is not None and recorder.inputs is not None:
+        recorder.inputs[k]["g"] = g
     if recorder is not None and recorder.observe:
         for name, value in {**observe(x4, dt, A, B4, C4, chunk_size), "u": amax(u), "g": amax(g)}.items():
             recorder.take_max(k, name, value)
